@@ -1,0 +1,1 @@
+"""Evaluation harness: datasets, metrics, runners and benchmarks (`python -m eval ...`)."""

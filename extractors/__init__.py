@@ -1,0 +1,1 @@
+"""Triple extractors behind one protocol (installed as `graphmem.extractors`)."""

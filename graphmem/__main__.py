@@ -1,0 +1,3 @@
+from graphmem.cli.app import main
+
+main()

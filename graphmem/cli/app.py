@@ -1,0 +1,22 @@
+"""The `graphmem` command: one typer app made of small command modules."""
+
+from __future__ import annotations
+
+import typer
+
+from graphmem.cli import admin, memories, serve
+
+app = typer.Typer(
+    name="graphmem",
+    help="Shared, local-first memory for engineering agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+for module in (memories, admin, serve):
+    app.registered_commands.extend(module.app.registered_commands)
+app.add_typer(admin.db_app, name="db", help="Schema status and migrations.")
+
+
+def main() -> None:
+    app()

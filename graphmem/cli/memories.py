@@ -1,0 +1,373 @@
+"""Memory commands: store, recall, get, list, update, delete, stats, export, import, reembed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened, short
+from graphmem.errors import InvalidInput
+from graphmem.models import Memory, RecallResult
+
+app = typer.Typer()
+out = Console(highlight=False, soft_wrap=True)
+
+TypeOpt = Annotated[
+    str | None, typer.Option("--type", "-t", help="episodic | semantic | procedural | working")
+]
+KindOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kind",
+        help="note | decision | dead_end | incident | runbook | postmortem | summary | checkpoint",
+    ),
+]
+TagsOpt = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags.")]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="Project area or topic.")]
+ServiceOpt = Annotated[str | None, typer.Option("--service", help="Service the memory is about.")]
+
+
+def _metadata(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--metadata is not valid JSON: {exc.msg} at char {exc.pos}") from exc
+
+
+def _filters(
+    type_: str | None,
+    kind: str | None,
+    context: str | None,
+    service: str | None,
+    tags: str | None,
+    lifecycle: str | None = None,
+) -> dict[str, Any]:
+    given = {
+        "type": type_,
+        "kind": kind,
+        "context": context,
+        "service": service,
+        "tags": tags,
+        "lifecycle": lifecycle,
+    }
+    return {k: v for k, v in given.items() if v}
+
+
+def _show_memory(m: Memory) -> None:
+    out.print(f"[bold]{m.id}[/bold]  {m.type}/{m.kind}  {m.lifecycle}  importance {m.importance:g}")
+    if m.title:
+        out.print(f"[bold]{m.title}[/bold]")
+    out.print(m.content, markup=False)
+    details = {
+        "tags": ", ".join(m.tags),
+        "context": m.context,
+        "service": m.service,
+        "created": m.created_at.isoformat(sep=" ", timespec="seconds"),
+        "metadata": json.dumps(m.metadata) if m.metadata else None,
+    }
+    for key, value in details.items():
+        if value:
+            out.print(f"  {key}: {value}", markup=False)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+
+
+@app.command()
+def store(
+    content: Annotated[
+        str | None, typer.Option("--content", "-c", help="The memory text; '-' reads stdin.")
+    ] = None,
+    title: Annotated[str | None, typer.Option("--title")] = None,
+    type_: TypeOpt = "episodic",
+    kind: KindOpt = "note",
+    tags: TagsOpt = None,
+    context: ContextOpt = None,
+    service: ServiceOpt = None,
+    importance: Annotated[float, typer.Option("--importance", help="0..1")] = 0.5,
+    metadata: Annotated[str | None, typer.Option("--metadata", help="A JSON object.")] = None,
+    created_at: Annotated[
+        str | None, typer.Option("--created-at", help="ISO date-time the memory is about.")
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store a memory."""
+    with opened(home, as_json) as gm:
+        text = sys.stdin.read() if content == "-" else content
+        if text is None:
+            raise InvalidInput(
+                "give the memory text with --content TEXT (or --content - to read stdin)"
+            )
+        m = gm.remember(
+            text,
+            title=title,
+            type=type_,
+            kind=kind,
+            tags=tags,
+            context=context,
+            service=service,
+            importance=importance,
+            metadata=_metadata(metadata),
+            created_at=created_at,
+        )
+        emit_json(m) if as_json else out.print(f"stored {m.id}")
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="What you want to remember, in words.")],
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
+    type_: TypeOpt = None,
+    kind: KindOpt = None,
+    tags: TagsOpt = None,
+    context: ContextOpt = None,
+    service: ServiceOpt = None,
+    recipe: Annotated[
+        str | None, typer.Option("--recipe", help="hybrid | bm25 | vector | rrf")
+    ] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show every score component.")] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall memories by meaning and by exact words."""
+    with opened(home, as_json) as gm:
+        result = gm.recall(
+            query,
+            limit=limit,
+            filters=_filters(type_, kind, context, service, tags),
+            explain=explain,
+            recipe=recipe,
+        )
+        emit_json(result) if as_json else _show_recall(result, explain)
+
+
+def _show_recall(result: RecallResult, explain: bool) -> None:
+    for warning in result.warnings:
+        out.print(f"[yellow]warning:[/yellow] {warning}")
+    if not result.hits:
+        out.print("no memories found")
+    for rank, hit in enumerate(result.hits, start=1):
+        m = hit.memory
+        when = m.created_at.strftime("%Y-%m-%d")
+        out.print(f"{rank:>2}. [bold]{hit.score:.3f}[/bold]  {m.id}  {m.type}/{m.kind}  {when}")
+        out.print(
+            f"    {short(m.title + ': ' + m.content if m.title else m.content)}", markup=False
+        )
+        if explain and hit.explain:
+            feats = ", ".join(f"{k}={v:.3f}" for k, v in hit.explain["features"].items())
+            out.print(f"    [dim]found by {'+'.join(hit.explain['found_by'])}: {feats}[/dim]")
+
+
+@app.command()
+def get(
+    memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one memory."""
+    with opened(home, as_json) as gm:
+        m = gm.get(memory_id)
+        emit_json(m) if as_json else _show_memory(m)
+
+
+@app.command("list")
+def list_(
+    type_: TypeOpt = None,
+    kind: KindOpt = None,
+    tags: TagsOpt = None,
+    context: ContextOpt = None,
+    service: ServiceOpt = None,
+    lifecycle: Annotated[
+        str | None,
+        typer.Option("--lifecycle", help="active | canonical | outdated | superseded | archived"),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", help="next_cursor of the previous page")
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List memories, newest first."""
+    with opened(home, as_json) as gm:
+        page = gm.list(
+            _filters(type_, kind, context, service, tags, lifecycle), limit=limit, cursor=cursor
+        )
+        if as_json:
+            return emit_json(page)
+        for m in page.memories:
+            out.print(
+                f"{m.id}  {m.created_at:%Y-%m-%d}  {m.type}/{m.kind}  {short(m.title or m.content, 70)}",
+                markup=False,
+            )
+        if not page.memories:
+            out.print("no memories")
+        if page.next_cursor:
+            out.print(f"more: --cursor {page.next_cursor}")
+
+
+@app.command()
+def update(
+    memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    content: Annotated[str | None, typer.Option("--content", "-c")] = None,
+    title: Annotated[str | None, typer.Option("--title")] = None,
+    type_: TypeOpt = None,
+    kind: KindOpt = None,
+    tags: TagsOpt = None,
+    context: ContextOpt = None,
+    service: ServiceOpt = None,
+    importance: Annotated[float | None, typer.Option("--importance")] = None,
+    metadata: Annotated[
+        str | None, typer.Option("--metadata", help="A JSON object (replaces the old one).")
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change a memory; new content is re-embedded."""
+    with opened(home, as_json) as gm:
+        changes = {
+            "content": content,
+            "title": title,
+            "type": type_,
+            "kind": kind,
+            "tags": tags,
+            "context": context,
+            "service": service,
+            "importance": importance,
+            "metadata": _metadata(metadata),
+        }
+        m = gm.update(memory_id, **{k: v for k, v in changes.items() if v is not None})
+        emit_json(m) if as_json else out.print(f"updated {m.id}")
+
+
+@app.command()
+def delete(
+    memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete a memory and its vectors."""
+    with opened(home, as_json) as gm:
+        gm.delete(memory_id)
+        emit_json({"deleted": memory_id}) if as_json else out.print(f"deleted {memory_id}")
+
+
+@app.command()
+def stats(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Counts by type, kind and context; store size; the active embedding space."""
+    with opened(home, as_json) as gm:
+        s = gm.stats()
+        if as_json:
+            return emit_json(s)
+        out.print(f"[bold]{s.total}[/bold] memories in {s.path} ({s.store_bytes / 1e6:.1f} MB)")
+        out.print(
+            f"embedding space {s.embedding_space}: {s.vectors} vectors, {s.missing_vectors} missing"
+        )
+        for name, counts in (
+            ("type", s.by_type),
+            ("kind", s.by_kind),
+            ("context", s.by_context),
+            ("lifecycle", s.by_lifecycle),
+        ):
+            if counts:
+                out.print(
+                    f"  by {name}: "
+                    + ", ".join(f"{k or '-'} {v}" for k, v in sorted(counts.items()))
+                )
+
+
+@app.command()
+def export(
+    path: Annotated[Path | None, typer.Argument(help="Output file (default: stdout).")] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Export every memory as JSON lines (lossless; import reads it back)."""
+    with opened(home, as_json) as gm:
+        if path is None:
+            count = gm.export_jsonl(sys.stdout)
+        else:
+            with path.open("w", encoding="utf-8") as handle:
+                count = gm.export_jsonl(handle)
+        if path is not None:
+            emit_json({"exported": count, "path": str(path)}) if as_json else out.print(
+                f"exported {count} memories to {path}"
+            )
+
+
+@app.command("import")
+def import_(
+    path: Annotated[
+        Path, typer.Argument(help="JSONL file written by export (or one memory object a line).")
+    ],
+    stop_on_error: Annotated[
+        bool,
+        typer.Option(
+            "--stop-on-error", help="Stop at the first bad line (default: report it and go on)."
+        ),
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import memories from JSON lines, in batches, with a progress bar."""
+    with opened(home, as_json) as gm:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
+        with _progress() as bar:
+            task = bar.add_task("importing", total=len(lines))
+            report = gm.import_jsonl(
+                lines,
+                on_error="stop" if stop_on_error else "continue",
+                on_progress=lambda done, _: bar.update(task, completed=done),
+            )
+        if as_json:
+            return emit_json(report)
+        out.print(
+            f"imported {report.imported}, skipped {report.skipped} (already present), "
+            f"{len(report.errors)} bad lines in {report.seconds:.1f}s"
+        )
+        for err in report.errors[:20]:
+            out.print(f"  line {err['line']}: {err['message']}", markup=False)
+
+
+@app.command()
+def reembed(
+    provider: Annotated[
+        str | None, typer.Option("--provider", help="local | ollama | openai | jina | hash")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model")] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Embed every memory into the configured (or given) space; resumes after an interruption."""
+    with opened(home, as_json, **{"embedding.provider": provider, "embedding.model": model}) as gm:
+        with _progress() as bar:
+            task = bar.add_task("embedding", total=None)
+            report = gm.reembed(
+                on_progress=lambda done, total: bar.update(task, completed=done, total=total)
+            )
+        if as_json:
+            return emit_json(report)
+        out.print(
+            f"{report.embedded} memories embedded into {report.space} "
+            f"({report.total} in all) in {report.seconds:.1f}s"
+        )

@@ -1,0 +1,110 @@
+"""Long-running commands: the MCP server and the demo."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened
+
+app = typer.Typer()
+out = Console(highlight=False, soft_wrap=True)
+
+
+@app.command()
+def serve(
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve MCP over streamable HTTP instead of stdio.")
+    ] = False,
+    host: Annotated[
+        str | None, typer.Option("--host", help="HTTP bind address (default 127.0.0.1).")
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", help="HTTP port (default 8765).")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Run the MCP server (stdio by default)."""
+    from graphmem.mcp.server import serve_http, serve_stdio
+
+    with opened(home, False, http_host=host, http_port=port) as gm:
+        if http:
+            serve_http(gm, host=gm.settings.http_host, port=gm.settings.http_port)
+        else:
+            serve_stdio(gm)
+
+
+DEMO_CONTEXT = "graphmem-demo"
+DEMO_MEMORIES: list[dict[str, Any]] = [
+    {
+        "content": "Deploys go through ArgoCD; never kubectl apply to production by hand.",
+        "type": "procedural",
+        "kind": "runbook",
+        "tags": ["deploy", "argocd"],
+        "importance": 0.8,
+    },
+    {
+        "content": "JWT refresh raced in the auth middleware when two tabs refreshed at once; fixed by a per-user lock (PAY-1).",
+        "type": "episodic",
+        "kind": "incident",
+        "tags": ["auth", "jwt"],
+        "service": "auth-api",
+    },
+    {
+        "content": "We chose Kùzu over SQLite for memory because recall walks relations (supersedes, mentions).",
+        "type": "semantic",
+        "kind": "decision",
+        "tags": ["storage"],
+        "importance": 0.9,
+    },
+    {
+        "content": "Migration #47 broke the orders.created_at index; rebuilding it concurrently took 40 minutes.",
+        "type": "episodic",
+        "kind": "incident",
+        "tags": ["postgres", "migration"],
+        "service": "orders",
+    },
+    {
+        "content": "Tried caching sessions in Redis v2 cluster mode: failed, MULTI is not supported across slots.",
+        "type": "episodic",
+        "kind": "dead_end",
+        "tags": ["redis", "sessions"],
+    },
+    {
+        "content": "The gateway returns 502 when the upstream pod is OOM-killed; check memory limits first.",
+        "type": "semantic",
+        "kind": "note",
+        "tags": ["gateway", "oncall"],
+        "service": "edge",
+    },
+]
+DEMO_QUERIES = [
+    "how do we deploy to production?",
+    "why did token refresh break?",
+    "502 errors",
+    "#47",
+]
+
+
+@app.command()
+def demo(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Store a few engineering memories (once) and show hybrid recall over them."""
+    with opened(home, as_json) as gm:
+        present = gm.list({"context": DEMO_CONTEXT}, limit=1).memories
+        if not present:
+            gm.remember_many([{**m, "context": DEMO_CONTEXT} for m in DEMO_MEMORIES])
+        results = [
+            gm.recall(q, limit=3, filters={"context": DEMO_CONTEXT}, explain=True)
+            for q in DEMO_QUERIES
+        ]
+        if as_json:
+            return emit_json({"store": str(gm.path), "results": results})
+        out.print(f"store: {gm.path} ({gm.stats().total} memories)\n")
+        for result in results:
+            out.print(f"[bold]recall[/bold] {result.query!r}")
+            for rank, hit in enumerate(result.hits, start=1):
+                found = "+".join(hit.explain["found_by"]) if hit.explain else ""
+                out.print(
+                    f"  {rank}. {hit.score:.3f} [{hit.memory.kind}] {hit.memory.content}  [dim]({found})[/dim]"
+                )
+            out.print()

@@ -1,0 +1,70 @@
+"""The errors graphmem raises, as a small tree callers match by type, never by message text.
+
+    GraphmemError                  every error graphmem raises on purpose
+     ├── InvalidInput              bad arguments: empty content, importance out of range, ...
+     ├── NotFound                  an id that names nothing
+     ├── Conflict                  the request contradicts the store's state
+     ├── StoreError                the store cannot be used
+     │    ├── StoreLocked          another process holds the store
+     │    ├── StorageError         the database failed under us
+     │    └── SchemaError          the store's schema is newer or broken
+     └── EmbeddingError            an embedding provider failed or is forbidden
+
+Each class carries the exit code the CLI uses for it, so transports never keep their own table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class GraphmemError(Exception):
+    """Base of every deliberate graphmem error; `fields` carries machine-readable detail."""
+
+    exit_code = 1
+    code = "error"
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.code, "message": self.message, **self.fields}
+
+
+class InvalidInput(GraphmemError):
+    exit_code = 2
+    code = "invalid_input"
+
+
+class NotFound(GraphmemError):
+    exit_code = 3
+    code = "not_found"
+
+
+class Conflict(GraphmemError):
+    exit_code = 2
+    code = "conflict"
+
+
+class StoreError(GraphmemError):
+    exit_code = 4
+    code = "store_error"
+
+
+class StoreLocked(StoreError):
+    code = "store_locked"
+
+
+class StorageError(StoreError):
+    code = "storage_error"
+
+
+class SchemaError(StoreError):
+    code = "schema_error"
+
+
+class EmbeddingError(GraphmemError):
+    exit_code = 5
+    code = "embedding_error"

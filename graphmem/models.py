@@ -1,0 +1,264 @@
+"""Pydantic models at every boundary: library results, tool arguments, `--json` output.
+
+Validation lives here so that the CLI, the MCP server and the library reject the same bad input
+with the same message, before anything touches the store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MemoryType = Literal["episodic", "semantic", "procedural", "working"]
+MemoryKind = Literal[
+    "note", "decision", "dead_end", "incident", "runbook", "postmortem", "summary", "checkpoint"
+]
+Lifecycle = Literal["active", "canonical", "outdated", "superseded", "archived"]
+
+MEMORY_TYPES: tuple[str, ...] = MemoryType.__args__  # type: ignore[attr-defined]
+MEMORY_KINDS: tuple[str, ...] = MemoryKind.__args__  # type: ignore[attr-defined]
+LIFECYCLES: tuple[str, ...] = Lifecycle.__args__  # type: ignore[attr-defined]
+
+# Large enough for a long design note or a log excerpt; a 10 MB paste is a mistake, not a memory.
+MAX_CONTENT_CHARS = 200_000
+MAX_TITLE_CHARS = 500
+MAX_TAGS = 50
+
+
+def parse_time(value: datetime | str | None) -> datetime | None:
+    """Accept ISO 8601 strings or datetimes; store naive UTC (Kùzu TIMESTAMP has no zone)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise ValueError(f"not an ISO 8601 date or time: {value!r}") from exc
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _clean_tags(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    tags = []
+    for tag in value:
+        if not isinstance(tag, str):
+            raise ValueError("tags must be strings")
+        tag = tag.strip()
+        if tag and tag not in tags:
+            tags.append(tag)
+    if len(tags) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags")
+    return tags
+
+
+def _clean_metadata(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"metadata is not valid JSON: {exc.msg} at char {exc.pos}") from exc
+    if not isinstance(value, dict):
+        raise ValueError("metadata must be a JSON object")
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"metadata is not JSON-serialisable: {exc}") from exc
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryInput(_Strict):
+    """What a caller may give to store one memory."""
+
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    type: MemoryType = "episodic"
+    kind: MemoryKind = "note"
+    tags: list[str] = Field(default_factory=list)
+    context: str | None = None
+    service: str | None = None
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    valid_from: datetime | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content is empty")
+        return value
+
+    _tags = field_validator("tags", mode="before")(classmethod(lambda cls, v: _clean_tags(v)))
+    _metadata = field_validator("metadata", mode="before")(
+        classmethod(lambda cls, v: _clean_metadata(v))
+    )
+    _times = field_validator("created_at", "valid_from", mode="before")(
+        classmethod(lambda cls, v: parse_time(v))
+    )
+
+
+class MemoryPatch(_Strict):
+    """Fields an update may change; None means unchanged."""
+
+    content: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    type: MemoryType | None = None
+    kind: MemoryKind | None = None
+    tags: list[str] | None = None
+    context: str | None = None
+    service: str | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("content is empty")
+        return value
+
+    _tags = field_validator("tags", mode="before")(
+        classmethod(lambda cls, v: None if v is None else _clean_tags(v))
+    )
+    _metadata = field_validator("metadata", mode="before")(
+        classmethod(lambda cls, v: None if v is None else _clean_metadata(v))
+    )
+
+
+class MemoryFilter(_Strict):
+    """Filters shared by list and recall; every given field must match."""
+
+    type: MemoryType | None = None
+    kind: MemoryKind | None = None
+    context: str | None = None
+    service: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    lifecycle: Lifecycle | None = None
+
+    _tags = field_validator("tags", mode="before")(classmethod(lambda cls, v: _clean_tags(v)))
+
+    def is_empty(self) -> bool:
+        return not (
+            self.type or self.kind or self.context or self.service or self.tags or self.lifecycle
+        )
+
+
+class Memory(BaseModel):
+    """A stored memory as callers see it."""
+
+    id: str
+    content: str
+    title: str | None = None
+    type: MemoryType = "episodic"
+    kind: MemoryKind = "note"
+    tags: list[str] = Field(default_factory=list)
+    context: str | None = None
+    service: str | None = None
+    importance: float = 0.5
+    confidence: float = 1.0
+    lifecycle: Lifecycle = "active"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+
+
+class Hit(BaseModel):
+    """One recall result; `explain` holds every score component when asked for."""
+
+    memory: Memory
+    score: float
+    explain: dict[str, Any] | None = None
+
+
+class RecallResult(BaseModel):
+    """A ranked sequence of hits, plus what the caller should know about how they were found."""
+
+    query: str
+    hits: list[Hit] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    degraded: bool = False
+    embedding_space: str | None = None
+
+    def __iter__(self) -> Iterator[Hit]:  # type: ignore[override]
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index: int) -> Hit:
+        return self.hits[index]
+
+
+class MemoryPage(BaseModel):
+    memories: list[Memory]
+    next_cursor: str | None = None
+
+
+class StoreStats(BaseModel):
+    total: int
+    by_type: dict[str, int]
+    by_kind: dict[str, int]
+    by_context: dict[str, int]
+    by_lifecycle: dict[str, int]
+    store_bytes: int
+    embedding_space: str
+    vectors: int
+    missing_vectors: int
+    schema_version: int
+    path: str
+
+
+class CypherResult(BaseModel):
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+class MigrationInfo(BaseModel):
+    version: int
+    name: str
+    applied_at: datetime | None = None
+
+
+class DbStatus(BaseModel):
+    path: str
+    schema_version: int
+    latest_version: int
+    applied: list[MigrationInfo]
+    pending: list[MigrationInfo]
+
+
+class ImportReport(BaseModel):
+    imported: int
+    skipped: int
+    errors: list[dict[str, Any]] = Field(default_factory=list)
+    seconds: float
+
+
+class ReembedReport(BaseModel):
+    space: str
+    embedded: int
+    total: int
+    seconds: float
+    resumed: bool = False

@@ -1,0 +1,1 @@
+"""Recall: candidates (vector, keyword), features, fusion by RecallConfig recipes, explain."""

@@ -1,0 +1,90 @@
+"""RecallConfig: how candidates are gathered and how their features are fused, as named recipes.
+
+Weights are tuned on eval/ (LoCoMo dev), never by feel; `python -m eval locomo --system NAME`
+measures any recipe here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graphmem.errors import InvalidInput
+
+
+class RecallConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "custom"
+    vector_candidates: int = Field(default=100, ge=0)
+    keyword_candidates: int = Field(default=100, ge=0)
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    rrf_k: int = 60
+    # weighted-sum feature weights (features are scaled to 0..1 per query)
+    w_cosine: float = 1.0
+    w_bm25: float = 0.5
+    w_terms: float = 0.3
+    w_title: float = 0.05
+    w_names: float = 0.1
+    w_date: float = 0.1
+    date_window_days: float = 30.0
+    w_recency: float = 0.02
+    w_importance: float = 0.02
+    recency_half_life_days: float = 30.0
+    lifecycle_factor: dict[str, float] = Field(
+        default_factory=lambda: {
+            "canonical": 1.15,
+            "active": 1.0,
+            "outdated": 0.6,
+            "superseded": 0.5,
+            "archived": 0.3,
+        }
+    )
+
+    @property
+    def needs_vectors(self) -> bool:
+        return self.vector_candidates > 0 and (self.w_cosine > 0 or self.fusion == "rrf")
+
+    @property
+    def needs_keywords(self) -> bool:
+        return self.keyword_candidates > 0 and (self.w_bm25 > 0 or self.fusion == "rrf")
+
+
+RECIPES: dict[str, RecallConfig] = {
+    "hybrid": RecallConfig(name="hybrid"),
+    "bm25": RecallConfig(
+        name="bm25",
+        vector_candidates=0,
+        w_cosine=0,
+        w_bm25=1,
+        w_terms=0,
+        w_title=0,
+        w_names=0,
+        w_date=0,
+        w_recency=0,
+        w_importance=0,
+    ),
+    "vector": RecallConfig(
+        name="vector",
+        keyword_candidates=0,
+        w_cosine=1,
+        w_bm25=0,
+        w_terms=0,
+        w_title=0,
+        w_names=0,
+        w_date=0,
+        w_recency=0,
+        w_importance=0,
+    ),
+    "rrf": RecallConfig(name="rrf", fusion="rrf"),
+}
+
+
+def get_recipe(name: str) -> RecallConfig:
+    try:
+        return RECIPES[name]
+    except KeyError:
+        raise InvalidInput(
+            f"unknown recall recipe {name!r}; known: {', '.join(sorted(RECIPES))}", recipe=name
+        ) from None

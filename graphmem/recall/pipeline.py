@@ -1,0 +1,209 @@
+"""Hybrid recall: gather candidates by vector and by BM25, score features, fuse, explain.
+
+Candidates come from the active embedding space only; a store whose memories lack vectors in that
+space still finds them by keyword. Features are scaled per query so that weights mean the same
+thing for every store size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from graphmem.embeddings.base import EmbeddingSpace
+from graphmem.models import Hit, Memory, MemoryFilter, utcnow
+from graphmem.recall.config import RecallConfig
+from graphmem.recall.query import parse_query
+from graphmem.storage.store import KuzuStore
+from graphmem.text import content_terms, query_text, tokens
+
+
+@dataclass
+class Candidate:
+    memory_id: str
+    cosine: float | None = None
+    bm25: float = 0.0
+    vector_rank: int | None = None
+    keyword_rank: int | None = None
+    features: dict[str, float] = field(default_factory=dict)
+
+
+def _vector_candidates(
+    store: KuzuStore,
+    vector: npt.NDArray[np.float32],
+    space: EmbeddingSpace,
+    allowed: set[str] | None,
+    top: int,
+) -> tuple[list[tuple[str, float]], dict[str, int], npt.NDArray[np.float32]]:
+    ids, rows, matrix = store.vectors(space)
+    if not ids or top <= 0:
+        return [], rows, matrix
+    sims = matrix @ vector
+    if allowed is not None:
+        mask = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
+        sims = np.where(mask, sims, -np.inf)
+    top = min(top, len(ids))
+    best = np.argpartition(-sims, top - 1)[:top]
+    best = best[np.argsort(-sims[best])]
+    return [(ids[i], float(sims[i])) for i in best if np.isfinite(sims[i])], rows, matrix
+
+
+def _scaled(values: dict[str, float]) -> dict[str, float]:
+    """Min-max to 0..1 over the candidates; a single value or a flat list scales to 1."""
+    if not values:
+        return {}
+    low, high = min(values.values()), max(values.values())
+    if high - low < 1e-9:
+        return {k: 1.0 if high > 0 else 0.0 for k in values}
+    return {k: (v - low) / (high - low) for k, v in values.items()}
+
+
+def recall(
+    store: KuzuStore,
+    query: str,
+    vector: npt.NDArray[np.float32] | None,
+    space: EmbeddingSpace | None,
+    filters: MemoryFilter,
+    config: RecallConfig,
+    *,
+    limit: int,
+    explain: bool,
+) -> list[Hit]:
+    # list and recall hide archived memories unless asked; skip the id scan when nothing is hidden
+    restricted = not filters.is_empty() or store.has_archived()
+    allowed = store.matching_ids(filters) if restricted else None
+
+    candidates: dict[str, Candidate] = {}
+    positions: dict[str, int] = {}
+    matrix: npt.NDArray[np.float32] | None = None
+    if vector is not None and space is not None and config.vector_candidates > 0:
+        found, positions, matrix = _vector_candidates(
+            store, vector, space, allowed, config.vector_candidates
+        )
+        for rank, (memory_id, sim) in enumerate(found):
+            candidates[memory_id] = Candidate(memory_id, cosine=sim, vector_rank=rank)
+
+    if config.needs_keywords:
+        # FTS cannot filter, so ask for more when filters will drop some
+        top = config.keyword_candidates * (4 if allowed is not None else 1)
+        ranked = [
+            (mid, s)
+            for mid, s in store.keyword_search(query_text(query), top=top)
+            if allowed is None or mid in allowed
+        ][: config.keyword_candidates]
+        for rank, (memory_id, score) in enumerate(ranked):
+            cand = candidates.setdefault(memory_id, Candidate(memory_id))
+            cand.bm25, cand.keyword_rank = score, rank
+
+    if not candidates:
+        return []
+    rows = store.get_recall_rows(list(candidates))
+    memories = {k: memory for k, (memory, _) in rows.items()}
+    index_tokens = {k: set(toks) for k, (_, toks) in rows.items()}
+    candidates = {k: v for k, v in candidates.items() if k in memories}
+    if matrix is not None and vector is not None:
+        for cand in candidates.values():
+            if cand.cosine is None and cand.memory_id in positions:
+                cand.cosine = float(matrix[positions[cand.memory_id]] @ vector)
+
+    scored = _score(query, candidates, memories, index_tokens, config)
+    scored.sort(key=lambda pair: pair[1], reverse=True)
+    hits = []
+    for cand, score in scored[:limit]:
+        hits.append(
+            Hit(
+                memory=memories[cand.memory_id],
+                score=round(score, 6),
+                explain=_explain(cand, filters, config) if explain else None,
+            )
+        )
+    return hits
+
+
+def _score(
+    query: str,
+    candidates: dict[str, Candidate],
+    memories: dict[str, Memory],
+    index_tokens: dict[str, set[str]],
+    config: RecallConfig,
+) -> list[tuple[Candidate, float]]:
+    parsed = parse_query(query)
+    terms = content_terms(query)
+    now = utcnow()
+    cos = _scaled({k: c.cosine for k, c in candidates.items() if c.cosine is not None})
+    top_bm25 = max((c.bm25 for c in candidates.values()), default=0.0)
+    out = []
+    for key, cand in candidates.items():
+        memory = memories[key]
+        f = cand.features
+        f["cosine"] = cos.get(key, 0.0)
+        f["bm25"] = cand.bm25 / top_bm25 if top_bm25 > 0 else 0.0
+        have = index_tokens[key]
+        f["terms"] = sum(t in have for t in terms) / len(terms) if terms else 0.0
+        title = set(tokens(memory.title)) if memory.title else set()
+        f["title"] = sum(t in title for t in terms) / len(terms) if terms else 0.0
+        f["names"] = (
+            sum(n in have for n in parsed.names) / len(parsed.names) if parsed.names else 0.0
+        )
+        f["date"] = max(
+            (
+                max(0.0, 1.0 - span.distance_days(memory.created_at) / config.date_window_days)
+                for span in parsed.dates
+            ),
+            default=0.0,
+        )
+        age_days = max((now - memory.created_at).total_seconds() / 86400, 0.0)
+        f["recency"] = math.pow(0.5, age_days / config.recency_half_life_days)
+        f["importance"] = memory.importance
+        f["lifecycle"] = config.lifecycle_factor.get(memory.lifecycle, 1.0)
+        if config.fusion == "rrf":
+            base = sum(
+                1.0 / (config.rrf_k + rank + 1)
+                for rank in (cand.vector_rank, cand.keyword_rank)
+                if rank is not None
+            )
+        else:
+            base = (
+                config.w_cosine * f["cosine"]
+                + config.w_bm25 * f["bm25"]
+                + config.w_terms * f["terms"]
+                + config.w_title * f["title"]
+                + config.w_names * f["names"]
+                + config.w_date * f["date"]
+                + config.w_recency * f["recency"]
+                + config.w_importance * f["importance"]
+            )
+        out.append((cand, base * f["lifecycle"]))
+    return out
+
+
+def _explain(cand: Candidate, filters: MemoryFilter, config: RecallConfig) -> dict[str, Any]:
+    found_by = [
+        name
+        for name, rank in (("vector", cand.vector_rank), ("keyword", cand.keyword_rank))
+        if rank is not None
+    ]
+    return {
+        "recipe": config.name,
+        "found_by": found_by,
+        "vector_rank": cand.vector_rank,
+        "keyword_rank": cand.keyword_rank,
+        "cosine_raw": None if cand.cosine is None else round(cand.cosine, 6),
+        "bm25_raw": round(cand.bm25, 6),
+        "features": {k: round(v, 6) for k, v in cand.features.items()},
+        "weights": {
+            "cosine": config.w_cosine,
+            "bm25": config.w_bm25,
+            "terms": config.w_terms,
+            "title": config.w_title,
+            "names": config.w_names,
+            "date": config.w_date,
+            "recency": config.w_recency,
+            "importance": config.w_importance,
+        },
+        "filters": filters.model_dump(exclude_defaults=True),
+    }

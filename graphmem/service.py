@@ -1,0 +1,371 @@
+"""GraphMemory: the one facade that the CLI, the MCP server, the daemon and hooks call.
+
+It validates input with the models, embeds outside the write lock, and hands every read and write to
+the storage layer, so transports never see Cypher and the store never sees unvalidated input.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from graphmem.embeddings.base import Embedder
+from graphmem.embeddings.factory import make_embedder
+from graphmem.errors import EmbeddingError, InvalidInput
+from graphmem.ids import new_id
+from graphmem.models import (
+    CypherResult,
+    DbStatus,
+    Hit,
+    ImportReport,
+    Memory,
+    MemoryFilter,
+    MemoryInput,
+    MemoryPage,
+    MemoryPatch,
+    RecallResult,
+    ReembedReport,
+    StoreStats,
+    utcnow,
+)
+from graphmem.recall.config import RecallConfig, get_recipe
+from graphmem.recall.pipeline import recall as run_recall
+from graphmem.settings import Settings, load_settings
+from graphmem.storage.store import KuzuStore
+
+Progress = Callable[[int, int], None]
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "input"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
+    if isinstance(item, MemoryInput):
+        return item
+    try:
+        return MemoryInput.model_validate(dict(item))
+    except ValidationError as exc:
+        raise InvalidInput(_validation_message(exc)) from exc
+
+
+def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
+    if filters is None:
+        return MemoryFilter()
+    if isinstance(filters, MemoryFilter):
+        return filters
+    try:
+        return MemoryFilter.model_validate(dict(filters))
+    except ValidationError as exc:
+        raise InvalidInput(_validation_message(exc)) from exc
+
+
+class GraphMemory:
+    """A memory store: typed memories in a Kùzu graph, recalled by meaning and by exact words."""
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self.store = KuzuStore.open(settings.home, lock_timeout=settings.lock_timeout)
+        try:
+            self.store.migrate()
+        except BaseException:
+            self.store.close()
+            raise
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        """Created on first use so that commands which never embed never load a model."""
+        if self._embedder is None:
+            self._embedder = make_embedder(self.settings.embedding)
+        return self._embedder
+
+    @property
+    def path(self) -> Path:
+        return self.settings.home
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> GraphMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- memories ---------------------------------------------------------------------------
+
+    def _embed(self, texts: list[str]) -> Any:
+        vectors = self.embedder.embed(texts)
+        self.store.ensure_space(self.embedder.space)
+        return vectors
+
+    def remember(self, content: str, **fields: Any) -> Memory:
+        """Store one memory; returns it with its id. Raises InvalidInput before writing anything."""
+        return self.remember_many([{"content": content, **fields}])[0]
+
+    def remember_many(
+        self,
+        items: Iterable[MemoryInput | Mapping[str, Any]],
+        *,
+        batch_size: int = 256,
+        on_progress: Progress | None = None,
+    ) -> list[Memory]:
+        """Store many memories in batches: one embedding call and one transaction per batch."""
+        inputs = [validate_input(item) for item in items]
+        stored: list[Memory] = []
+        for start in range(0, len(inputs), batch_size):
+            batch = inputs[start : start + batch_size]
+            memories = [self._new_memory(item) for item in batch]
+            vectors = self._embed([self._embedding_text(m) for m in memories])
+            self.store.insert_memories(memories, vectors, self.embedder.space)
+            stored.extend(memories)
+            if on_progress:
+                on_progress(len(stored), len(inputs))
+        return stored
+
+    @staticmethod
+    def _new_memory(item: MemoryInput) -> Memory:
+        now = utcnow()
+        created = item.created_at or now
+        data = item.model_dump(exclude={"created_at", "valid_from"})
+        return Memory(
+            id=new_id(created),
+            created_at=created,
+            updated_at=now,
+            valid_from=item.valid_from or created,
+            **data,
+        )
+
+    @staticmethod
+    def _embedding_text(memory: Memory) -> str:
+        return f"{memory.title}\n{memory.content}" if memory.title else memory.content
+
+    def get(self, memory_id: str) -> Memory:
+        return self.store.get_memory(memory_id)
+
+    def update(self, memory_id: str, **changes: Any) -> Memory:
+        """Change fields of a memory; a content or title change re-embeds it."""
+        try:
+            patch = MemoryPatch.model_validate(changes)
+        except ValidationError as exc:
+            raise InvalidInput(_validation_message(exc)) from exc
+        current = self.store.get_memory(memory_id)
+        given = patch.model_dump(exclude_unset=True)
+        updated = current.model_copy(update={**given, "updated_at": utcnow()})
+        vector = None
+        if updated.content != current.content or updated.title != current.title:
+            vector = self._embed([self._embedding_text(updated)])[0]
+        self.store.update_memory(
+            updated, vector, self.embedder.space if vector is not None else None
+        )
+        return updated
+
+    def delete(self, memory_id: str) -> None:
+        self.store.delete_memory(memory_id)
+
+    def list(
+        self,
+        filters: MemoryFilter | Mapping[str, Any] | None = None,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        """Memories newest first; pass `next_cursor` back to get the following page."""
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000", limit=limit)
+        return self.store.list_memories(validate_filter(filters), limit=limit, cursor=cursor)
+
+    def stats(self) -> StoreStats:
+        return self.store.stats(self.embedder.space)
+
+    # -- recall -----------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        filters: MemoryFilter | Mapping[str, Any] | None = None,
+        explain: bool = False,
+        recipe: str | RecallConfig | None = None,
+    ) -> RecallResult:
+        """Hybrid recall: vector and BM25 candidates, scored by features, fused by a RecallConfig."""
+        if not query or not query.strip():
+            raise InvalidInput("query is empty")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000", limit=limit)
+        config = (
+            recipe
+            if isinstance(recipe, RecallConfig)
+            else get_recipe(recipe or self.settings.recall_recipe)
+        )
+        query_vector = None
+        warnings: list[str] = []
+        degraded = False
+        if config.needs_vectors:
+            try:
+                query_vector = self.embedder.embed_query(query)
+            except EmbeddingError as exc:
+                degraded = True
+                warnings.append(f"embedding failed, keyword-only results: {exc.message}")
+        hits: list[Hit] = run_recall(
+            self.store,
+            query,
+            query_vector,
+            self.embedder.space if query_vector is not None else None,
+            validate_filter(filters),
+            config,
+            limit=limit,
+            explain=explain,
+        )
+        return RecallResult(
+            query=query,
+            hits=hits,
+            warnings=warnings,
+            degraded=degraded,
+            embedding_space=None if degraded else self.embedder.space.label,
+        )
+
+    # -- power tools ------------------------------------------------------------------------
+
+    def cypher(
+        self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False
+    ) -> CypherResult:
+        """Run Cypher; read-only unless `write=True`."""
+        return self.store.cypher(query, dict(params or {}), write=write)
+
+    def db_status(self) -> DbStatus:
+        return self.store.migration_status()
+
+    def export_jsonl(self, out: IO[str], filters: MemoryFilter | None = None) -> int:
+        """Write every memory as one JSON line, oldest first; returns how many."""
+        count = 0
+        for memory in self.store.iter_memories(validate_filter(filters)):
+            out.write(memory.model_dump_json() + "\n")
+            count += 1
+        return count
+
+    def import_jsonl(
+        self,
+        lines: Iterable[str],
+        *,
+        on_error: str = "continue",
+        batch_size: int = 256,
+        on_progress: Progress | None = None,
+    ) -> ImportReport:
+        """Import JSONL written by export (ids, dates and metadata kept); bad lines are reported."""
+        if on_error not in ("continue", "stop"):
+            raise InvalidInput("on_error must be 'continue' or 'stop'")
+        started = time.perf_counter()
+        errors: list[dict[str, Any]] = []
+        pending: list[Memory] = []
+        imported = skipped = 0
+
+        def flush() -> None:
+            nonlocal imported, pending
+            if pending:
+                vectors = self._embed([self._embedding_text(m) for m in pending])
+                imported += self.store.insert_memories(
+                    pending, vectors, self.embedder.space, skip_existing=True
+                )
+                pending = []
+
+        lineno = 0
+        for lineno, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                pending.append(_memory_from_json(line))
+            except InvalidInput as exc:
+                errors.append({"line": lineno, "message": exc.message})
+                if on_error == "stop":
+                    flush()
+                    raise InvalidInput(
+                        f"line {lineno}: {exc.message}", line=lineno, imported=imported
+                    ) from exc
+                continue
+            if len(pending) >= batch_size:
+                flush()
+                if on_progress:
+                    on_progress(lineno, 0)
+        flush()
+        skipped = lineno - imported - len(errors)
+        return ImportReport(
+            imported=imported,
+            skipped=max(skipped, 0),
+            errors=errors,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+
+    def reembed(
+        self, *, batch_size: int = 128, on_progress: Progress | None = None
+    ) -> ReembedReport:
+        """Give every memory a vector in the active embedding space.
+
+        Only memories still missing a vector are embedded, one transaction per batch, so an
+        interrupted run resumes where it stopped when started again.
+        """
+        started = time.perf_counter()
+        space = self.embedder.space
+        self.store.ensure_space(space)
+        have = self.store.vector_ids(space)
+        everything = self.store.all_memory_ids()
+        todo = sorted(everything - have)
+        for start in range(0, len(todo), batch_size):
+            ids = todo[start : start + batch_size]
+            memories = self.store.get_memories(ids)
+            vectors = self.embedder.embed([self._embedding_text(memories[i]) for i in ids])
+            with self.store.transaction():
+                self.store.put_vectors(space, ids, vectors)
+            if on_progress:
+                on_progress(start + len(ids), len(todo))
+        return ReembedReport(
+            space=space.label,
+            embedded=len(todo),
+            total=len(everything),
+            seconds=round(time.perf_counter() - started, 3),
+            resumed=bool(todo) and bool(have & everything),
+        )
+
+
+def _memory_from_json(line: str) -> Memory:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"not JSON: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("not a JSON object")
+    try:
+        if "id" in data:
+            now = utcnow()
+            data.setdefault("created_at", now)
+            data.setdefault("updated_at", data["created_at"])
+            memory = Memory.model_validate(data)
+            validate_input({"content": memory.content, "importance": memory.importance})
+            return memory
+        return GraphMemory._new_memory(validate_input(data))
+    except ValidationError as exc:
+        raise InvalidInput(_validation_message(exc)) from exc
+
+
+def open_store(
+    path: str | Path | None = None,
+    *,
+    embedder: Embedder | None = None,
+    **overrides: Any,
+) -> GraphMemory:
+    """Open (creating if needed) the store at `path`, or the project's default data dir."""
+    settings = load_settings(path, overrides=overrides or None)
+    return GraphMemory(settings, embedder=embedder)

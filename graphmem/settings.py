@@ -1,0 +1,129 @@
+"""Settings, built once by an entry point and passed down; the core never reads the environment.
+
+Precedence, lowest first: defaults < `<data dir>/config.toml` < `<project>/.env` < `GRAPHMEM_*`
+environment variables < explicit overrides (command-line flags, keyword arguments).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from graphmem.embeddings.config import EmbeddingConfig
+from graphmem.errors import InvalidInput
+
+DATA_DIR_NAME = ".graphmem"
+CONFIG_FILE = "config.toml"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    home: Path
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    lock_timeout: float = Field(default=5.0, ge=0.0, description="seconds to retry a locked store")
+    recall_recipe: str = "hybrid"
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=8765, ge=0, le=65535)
+    log_level: Literal["debug", "info", "warning", "error"] = "warning"
+
+
+# GRAPHMEM_<NAME> -> dotted settings key
+ENV_KEYS: dict[str, str] = {
+    "EMBEDDING_PROVIDER": "embedding.provider",
+    "EMBEDDING_MODEL": "embedding.model",
+    "EMBEDDING_URL": "embedding.url",
+    "EMBEDDING_API_KEY": "embedding.api_key",
+    "EMBEDDING_DIM": "embedding.dim",
+    "EMBEDDING_MODE": "embedding.mode",
+    "EMBEDDING_TIMEOUT": "embedding.timeout",
+    "LOCK_TIMEOUT": "lock_timeout",
+    "RECALL_RECIPE": "recall_recipe",
+    "HTTP_HOST": "http_host",
+    "HTTP_PORT": "http_port",
+    "LOG_LEVEL": "log_level",
+}
+
+
+def find_data_dir(start: Path) -> Path:
+    """The project's data dir: walk up to an existing `.graphmem` or a `.git`, else use `start`."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if (directory / DATA_DIR_NAME).is_dir():
+            return directory / DATA_DIR_NAME
+        if (directory / ".git").exists():
+            return directory / DATA_DIR_NAME
+    return start / DATA_DIR_NAME
+
+
+def _read_dotenv(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip().removeprefix("export ").strip()] = value.strip().strip("'\"")
+    return values
+
+
+def _set_dotted(target: dict[str, Any], key: str, value: Any) -> None:
+    head, _, rest = key.partition(".")
+    if rest:
+        _set_dotted(target.setdefault(head, {}), rest, value)
+    else:
+        target[head] = value
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def load_settings(
+    home: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build Settings from every layer; `environ` is passed in so tests never touch os.environ."""
+    environ = os.environ if environ is None else environ
+    cwd = cwd or Path.cwd()
+    if home is None:
+        home = environ.get("GRAPHMEM_HOME") or find_data_dir(cwd)
+    data_dir = Path(home).expanduser().resolve()
+
+    values: dict[str, Any] = {}
+    config_path = data_dir / CONFIG_FILE
+    if config_path.is_file():
+        try:
+            _merge(values, tomllib.loads(config_path.read_text(encoding="utf-8")))
+        except tomllib.TOMLDecodeError as exc:
+            raise InvalidInput(f"{config_path}: {exc}", path=str(config_path)) from exc
+    layered = {**_read_dotenv(data_dir.parent / ".env"), **environ}
+    for name, key in ENV_KEYS.items():
+        if f"GRAPHMEM_{name}" in layered:
+            _set_dotted(values, key, layered[f"GRAPHMEM_{name}"])
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(values, key, value)
+    values["home"] = data_dir
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise InvalidInput(f"invalid settings: {problems}") from exc

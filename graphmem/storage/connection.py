@@ -1,0 +1,302 @@
+"""KuzuConnection: the one Kùzu Database of a data dir, its lock, its transactions and its migrations.
+
+Kùzu 0.11.3 allows one read-write Database per file (a second process gets "Could not set lock") and
+one write transaction per Database (a concurrent writer fails at once). So a store opens the file
+once, retries briefly when another process holds it, names that process when it gives up, and
+serialises every use of its connection behind one lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, Self
+
+import kuzu
+
+from graphmem.errors import InvalidInput, SchemaError, StorageError, StoreLocked
+from graphmem.models import CypherResult, DbStatus, MigrationInfo, utcnow
+from graphmem.schema import Migration, migrations
+
+DB_FILE = "graph.kuzu"
+HOLDER_FILE = "holder.json"
+_TXN_CONTROL = re.compile(r"\b(BEGIN|COMMIT|ROLLBACK|CHECKPOINT)\b", re.IGNORECASE)
+_AUTO_TXN_ONLY = re.compile(
+    r"^\s*CALL\s+CREATE_(FTS|VECTOR)_INDEX\s*\(\s*'(\w+)'\s*,\s*'(\w+)'", re.I
+)
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    return "Could not set lock" in str(exc)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class KuzuConnection:
+    """One data dir's database; every method is safe to call from several threads."""
+
+    def __init__(self, home: Path, db: kuzu.Database, conn: kuzu.Connection) -> None:
+        self.home = home
+        self._db: kuzu.Database | None = db
+        self._conn = conn
+        self._lock = threading.RLock()
+        self._in_txn = False
+        self.write_generation = 0  # bumped by every write, so read caches know they are stale
+        self._memo: dict[str, Any] = {}
+
+    # -- opening and closing ----------------------------------------------------------------
+
+    @classmethod
+    def open(cls, home: Path, *, lock_timeout: float = 5.0) -> Self:
+        home = Path(home)
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create data dir {home}: {exc}", path=str(home)) from exc
+        deadline = time.monotonic() + lock_timeout
+        delay = 0.05
+        while True:
+            try:
+                db = kuzu.Database(str(home / DB_FILE))
+                break
+            except RuntimeError as exc:
+                if not _is_lock_error(exc):
+                    raise StorageError(f"cannot open store {home}: {exc}", path=str(home)) from exc
+                if time.monotonic() >= deadline:
+                    raise cls._locked_error(home) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        store = cls(home, db, kuzu.Connection(db))
+        store._write_holder()
+        return store
+
+    @staticmethod
+    def _locked_error(home: Path) -> StoreLocked:
+        holder: dict[str, Any] = {}
+        with suppress(OSError, ValueError):
+            holder = json.loads((home / HOLDER_FILE).read_text(encoding="utf-8"))
+        pid = holder.get("pid")
+        who = f"process {pid} ({holder.get('command', '?')})" if pid else "another process"
+        return StoreLocked(
+            f"store {home} is locked by {who}; stop it or wait for it to finish",
+            path=str(home),
+            pid=pid,
+            command=holder.get("command"),
+        )
+
+    def _write_holder(self) -> None:
+        info = {
+            "pid": os.getpid(),
+            "command": " ".join(sys.argv)[:300],
+            "since": utcnow().isoformat(),
+        }
+        with suppress(OSError):
+            (self.home / HOLDER_FILE).write_text(json.dumps(info), encoding="utf-8")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is None:
+                return
+            try:
+                holder = json.loads((self.home / HOLDER_FILE).read_text(encoding="utf-8"))
+                if holder.get("pid") == os.getpid():
+                    (self.home / HOLDER_FILE).unlink()
+            except (OSError, ValueError):
+                pass
+            self._conn.close()
+            self._db.close()
+            self._db = None
+
+    @property
+    def closed(self) -> bool:
+        return self._db is None
+
+    # -- executing --------------------------------------------------------------------------
+
+    def execute(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """Run one statement and return its rows; Kùzu errors become StorageError."""
+        with self._lock:
+            if self._db is None:
+                raise StorageError("store is closed", path=str(self.home))
+            try:
+                result = self._conn.execute(query, params or {})
+            except RuntimeError as exc:
+                raise StorageError(str(exc), query=query[:200]) from exc
+            if isinstance(result, list):
+                result = result[-1]
+            return [list(row) for row in result.get_all()]
+
+    def query_result(self, query: str, params: dict[str, Any] | None = None) -> kuzu.QueryResult:
+        with self._lock:
+            try:
+                result = self._conn.execute(query, params or {})
+            except RuntimeError as exc:
+                raise StorageError(str(exc), query=query[:200]) from exc
+            return result[-1] if isinstance(result, list) else result
+
+    @contextmanager
+    def transaction(self, *, read_only: bool = False) -> Iterator[None]:
+        """One write (or read-only) transaction; nested use joins the outer one."""
+        with self._lock:
+            if self._in_txn:
+                yield
+                return
+            self.execute("BEGIN TRANSACTION READ ONLY" if read_only else "BEGIN TRANSACTION")
+            self._in_txn = True
+            try:
+                yield
+            except BaseException:
+                self._in_txn = False
+                # Kùzu may already have rolled back the failed statement's transaction
+                with suppress(RuntimeError):
+                    self._conn.execute("ROLLBACK")
+                self._on_rollback()
+                raise
+            self._in_txn = False
+            self.execute("COMMIT")
+            self.write_generation += 1
+
+    def _on_rollback(self) -> None:
+        """Drop whatever the subclass caches from the database; called after a rollback."""
+
+    def cypher(self, query: str, params: dict[str, Any], *, write: bool) -> CypherResult:
+        """Run a caller's Cypher; read-only mode runs it in a read-only transaction."""
+        if not query.strip():
+            raise InvalidInput("query is empty")
+        if _TXN_CONTROL.search(query):
+            raise InvalidInput("transaction control (BEGIN/COMMIT/ROLLBACK) is not allowed here")
+        with self._lock:
+            try:
+                if write:
+                    result = self._conn.execute(query, params)
+                    self.write_generation += 1
+                    self._on_rollback()  # a caller's write may touch anything we cache
+                else:
+                    with self.transaction(read_only=True):
+                        result = self._conn.execute(query, params)
+            except RuntimeError as exc:
+                if "read-only transaction" in str(exc):
+                    raise InvalidInput(
+                        "this query writes to the store; run it with write=True (CLI: --write) to allow writes",
+                        read_only=True,
+                    ) from exc
+                raise InvalidInput(f"Cypher error: {exc}") from exc
+            if isinstance(result, list):
+                result = result[-1]
+            columns = result.get_column_names()
+            rows = [[_jsonable(v) for v in row] for row in result.get_all()]
+        return CypherResult(columns=columns, rows=rows)
+
+    # -- metadata and migrations --------------------------------------------------------------
+
+    def table_names(self) -> set[str]:
+        return {row[0] for row in self.execute("CALL show_tables() RETURN name")}
+
+    def meta_get(self, key: str) -> str | None:
+        rows = self.execute("MATCH (m:_Meta {key: $k}) RETURN m.value", {"k": key})
+        return rows[0][0] if rows else None
+
+    def meta_set(self, key: str, value: str) -> None:
+        self.execute("MERGE (m:_Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+
+    def _applied(self) -> dict[int, MigrationInfo]:
+        if "_Migration" not in self.table_names():
+            return {}
+        rows = self.execute("MATCH (m:_Migration) RETURN m.version, m.name, m.applied_at")
+        return {v: MigrationInfo(version=v, name=n, applied_at=a) for v, n, a in rows}
+
+    def migration_status(self) -> DbStatus:
+        applied = self._applied()
+        known = migrations()
+        latest = known[-1].version if known else 0
+        return DbStatus(
+            path=str(self.home),
+            schema_version=max(applied, default=0),
+            latest_version=latest,
+            applied=[applied[v] for v in sorted(applied)],
+            pending=[
+                MigrationInfo(version=m.version, name=m.name)
+                for m in known
+                if m.version not in applied
+            ],
+        )
+
+    def migrate(self) -> list[MigrationInfo]:
+        """Apply pending migrations in order, one transaction each; refuse a newer store."""
+        with self._lock:
+            if "_Migration" not in self.table_names():
+                self.execute(
+                    "CREATE NODE TABLE _Migration(version INT64 PRIMARY KEY, name STRING, "
+                    "applied_at TIMESTAMP)"
+                )
+            applied = self._applied()
+            known = migrations()
+            latest = known[-1].version if known else 0
+            newest = max(applied, default=0)
+            if newest > latest:
+                raise SchemaError(
+                    f"store {self.home} has schema version {newest}, newer than this graphmem "
+                    f"understands ({latest}); upgrade graphmem",
+                    store_version=newest,
+                    supported_version=latest,
+                )
+            self._ensure_indexes([m for m in known if m.version in applied])
+            done = []
+            for migration in known:
+                if migration.version not in applied:
+                    self._apply(migration)
+                    done.append(MigrationInfo(version=migration.version, name=migration.name))
+            return done
+
+    def _apply(self, migration: Migration) -> None:
+        try:
+            with self.transaction():
+                for statement in migration.statements:
+                    if not _AUTO_TXN_ONLY.match(statement):
+                        self.execute(statement)
+                self.execute(
+                    "CREATE (:_Migration {version: $v, name: $n, applied_at: $t})",
+                    {"v": migration.version, "n": migration.name, "t": utcnow()},
+                )
+            self._ensure_indexes([migration])
+        except StorageError as exc:
+            raise SchemaError(
+                f"migration {migration.version:04d}_{migration.name} failed: {exc.message}",
+                version=migration.version,
+            ) from exc
+
+    def _ensure_indexes(self, applied: list[Migration]) -> None:
+        """Index creation is refused inside a transaction, so it follows the commit; this also
+        finishes the job when a crash came between the two."""
+        existing = {row[0] for row in self.execute("CALL show_indexes() RETURN index_name")}
+        for migration in applied:
+            for statement in migration.statements:
+                match = _AUTO_TXN_ONLY.match(statement)
+                if match and match[3] not in existing:
+                    self.execute(statement)
+
+
+def _jsonable(value: Any) -> Any:
+    """Cypher results hold dates, nodes and rels; make them JSON friendly for transports."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items() if not k.startswith("_")}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,279 @@
+"""Memory rows in Kùzu: insert in batches, read, update, delete, filter, page, count.
+
+Mixed into KuzuStore, which supplies `execute`, `transaction` and the lock.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from graphmem.embeddings.base import EmbeddingSpace
+from graphmem.errors import InvalidInput, NotFound
+from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats
+from graphmem.storage.vectors import VectorTables
+from graphmem.text import index_text
+
+_FIELDS = (
+    "id",
+    "kind",
+    "type",
+    "title",
+    "content",
+    "tags",
+    "context",
+    "service",
+    "importance",
+    "confidence",
+    "lifecycle",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "valid_from",
+    "valid_to",
+)
+RETURN_MEMORY = ", ".join(f"m.{f}" for f in _FIELDS)
+_SET_FIELDS = [f for f in _FIELDS if f != "id"] + ["search_text"]
+_TIMES = {"created_at", "updated_at", "valid_from", "valid_to"}
+
+
+def _param(field: str) -> str:
+    """Kùzu types a null parameter as STRING, so timestamps and lists are cast explicitly."""
+    expr = f"$p_{field}"
+    if field in _TIMES:
+        return f"CAST({expr} AS TIMESTAMP)"
+    if field == "tags":
+        return f"CAST({expr} AS STRING[])"
+    return expr
+
+
+def row_to_memory(row: Sequence[Any]) -> Memory:
+    data = dict(zip(_FIELDS, row, strict=True))
+    data["metadata"] = json.loads(data["metadata"] or "{}")
+    data["tags"] = data["tags"] or []
+    return Memory.model_validate({k: v for k, v in data.items() if v is not None})
+
+
+def memory_to_row(memory: Memory) -> dict[str, Any]:
+    row = memory.model_dump(include=set(_FIELDS))
+    row["metadata"] = json.dumps(memory.metadata, ensure_ascii=False, sort_keys=True)
+    row["search_text"] = index_text(
+        memory.content,
+        title=memory.title,
+        tags=memory.tags,
+        context=memory.context,
+        service=memory.service,
+        when=memory.created_at,
+    )
+    return row
+
+
+def filter_clause(filters: MemoryFilter, params: dict[str, Any]) -> str:
+    """A WHERE fragment over `m`; archived memories are hidden unless asked for."""
+    conditions = []
+    for field in ("type", "kind", "context", "service", "lifecycle"):
+        value = getattr(filters, field)
+        if value is not None:
+            conditions.append(f"m.{field} = $f_{field}")
+            params[f"f_{field}"] = value
+    if filters.lifecycle is None:
+        conditions.append("m.lifecycle <> 'archived'")
+    for i, tag in enumerate(filters.tags):
+        conditions.append(f"list_contains(m.tags, $f_tag{i})")
+        params[f"f_tag{i}"] = tag
+    return " AND ".join(conditions) or "true"
+
+
+def _encode_cursor(memory: Memory) -> str:
+    raw = json.dumps([memory.created_at.isoformat(), memory.id])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, memory_id = json.loads(raw)
+        return datetime.fromisoformat(created), str(memory_id)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("cursor is not one that list returned", cursor=cursor) from exc
+
+
+class MemoryRepository(VectorTables):
+    """Memory CRUD; vectors are written in the same transaction as the rows they embed."""
+
+    def insert_memories(
+        self,
+        memories: Sequence[Memory],
+        vectors: npt.NDArray[np.float32],
+        space: EmbeddingSpace,
+        *,
+        skip_existing: bool = False,
+    ) -> int:
+        """Insert rows and their vectors atomically; returns how many were new."""
+        if skip_existing and memories:
+            ids = [m.id for m in memories]
+            existing = {
+                r[0]
+                for r in self.execute(
+                    "MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id", {"ids": ids}
+                )
+            }
+            keep = [i for i, m in enumerate(memories) if m.id not in existing]
+            memories = [memories[i] for i in keep]
+            vectors = vectors[keep]
+        if not memories:
+            return 0
+        # One CREATE per row: Kùzu 0.11.3 gives every row of a multi-row insert (UNWIND or
+        # LOAD FROM) wrong full-text postings when the table has an FTS index (measured).
+        assignments = ", ".join(f"{f}: {_param(f)}" for f in ("id", *_SET_FIELDS))
+        statement = f"CREATE (m:Memory {{{assignments}, access_count: 0}})"
+        with self.transaction():
+            for memory in memories:
+                row = memory_to_row(memory)
+                self.execute(statement, {f"p_{f}": row[f] for f in ("id", *_SET_FIELDS)})
+            self.put_vectors(space, [m.id for m in memories], vectors)
+        return len(memories)
+
+    def get_memory(self, memory_id: str) -> Memory:
+        rows = self.execute(
+            f"MATCH (m:Memory {{id: $id}}) RETURN {RETURN_MEMORY}", {"id": memory_id}
+        )
+        if not rows:
+            raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
+        return row_to_memory(rows[0])
+
+    def get_memories(self, ids: Sequence[str]) -> dict[str, Memory]:
+        rows = self.execute(
+            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}",
+            {"ids": list(ids)},
+        )
+        return {row[0]: row_to_memory(row) for row in rows}
+
+    def get_recall_rows(self, ids: Sequence[str]) -> dict[str, tuple[Memory, list[str]]]:
+        """Memories with their index tokens, so scoring never re-tokenises content."""
+        rows = self.execute(
+            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}, m.search_text",
+            {"ids": list(ids)},
+        )
+        return {row[0]: (row_to_memory(row[:-1]), (row[-1] or "").split()) for row in rows}
+
+    def update_memory(
+        self,
+        memory: Memory,
+        vector: npt.NDArray[np.float32] | None,
+        space: EmbeddingSpace | None,
+    ) -> None:
+        row = memory_to_row(memory)
+        assignments = ", ".join(f"m.{f} = {_param(f)}" for f in _SET_FIELDS)
+        params = {f"p_{f}": row[f] for f in _SET_FIELDS}
+        with self.transaction():
+            found = self.execute(
+                f"MATCH (m:Memory {{id: $id}}) SET {assignments} RETURN m.id",
+                {"id": memory.id, **params},
+            )
+            if not found:
+                raise NotFound(f"no memory with id {memory.id!r}", id=memory.id)
+            if vector is not None and space is not None:
+                self.delete_vectors([memory.id])
+                self.put_vectors(space, [memory.id], vector.reshape(1, -1))
+
+    def delete_memory(self, memory_id: str) -> None:
+        with self.transaction():
+            found = self.execute(
+                "MATCH (m:Memory {id: $id}) DETACH DELETE m RETURN count(*)", {"id": memory_id}
+            )
+            if not found or not found[0][0]:
+                raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
+            self.delete_vectors([memory_id])
+
+    def list_memories(self, filters: MemoryFilter, *, limit: int, cursor: str | None) -> MemoryPage:
+        params: dict[str, Any] = {"limit": limit + 1}
+        where = filter_clause(filters, params)
+        if cursor:
+            params["c_at"], params["c_id"] = _decode_cursor(cursor)
+            where += " AND (m.created_at < $c_at OR (m.created_at = $c_at AND m.id < $c_id))"
+        rows = self.execute(
+            f"MATCH (m:Memory) WHERE {where} RETURN {RETURN_MEMORY} "
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT $limit",
+            params,
+        )
+        memories = [row_to_memory(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        return MemoryPage(
+            memories=memories, next_cursor=_encode_cursor(memories[-1]) if more else None
+        )
+
+    def iter_memories(self, filters: MemoryFilter, *, page: int = 1000) -> Iterator[Memory]:
+        """Every matching memory, oldest first, read in pages so exports stay flat in memory."""
+        params: dict[str, Any] = {"limit": page}
+        where = filter_clause(filters, params)
+        skip = 0
+        while True:
+            params["skip"] = skip
+            rows = self.execute(
+                f"MATCH (m:Memory) WHERE {where} RETURN {RETURN_MEMORY} "
+                "ORDER BY m.created_at, m.id SKIP $skip LIMIT $limit",
+                params,
+            )
+            yield from (row_to_memory(r) for r in rows)
+            if len(rows) < page:
+                return
+            skip += page
+
+    def matching_ids(self, filters: MemoryFilter) -> set[str]:
+        params: dict[str, Any] = {}
+        where = filter_clause(filters, params)
+        return {r[0] for r in self.execute(f"MATCH (m:Memory) WHERE {where} RETURN m.id", params)}
+
+    def all_memory_ids(self) -> set[str]:
+        return {r[0] for r in self.execute("MATCH (m:Memory) RETURN m.id")}
+
+    def has_archived(self) -> bool:
+        """Cached until the next write: recall asks on every query."""
+        key = ("has_archived", self.write_generation)
+        if self._memo.get("has_archived", (None,))[0] != key:
+            rows = self.execute(
+                "MATCH (m:Memory) WHERE m.lifecycle = 'archived' RETURN m.id LIMIT 1"
+            )
+            self._memo["has_archived"] = (key, bool(rows))
+        return bool(self._memo["has_archived"][1])
+
+    def keyword_search(self, text: str, *, top: int) -> list[tuple[str, float]]:
+        """BM25 over `search_text`; `text` must already be analysed (graphmem.text.query_text)."""
+        if not text.strip():
+            return []
+        rows = self.execute(
+            "CALL QUERY_FTS_INDEX('Memory', 'memory_fts', $q, conjunctive := false, top := $k) "
+            "RETURN node.id, score",
+            {"q": text, "k": top},
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def stats(self, space: EmbeddingSpace) -> StoreStats:
+        def counts(field: str) -> dict[str, int]:
+            rows = self.execute(f"MATCH (m:Memory) RETURN m.{field}, count(*)")
+            return {str(k) if k is not None else "": int(v) for k, v in rows}
+
+        by_type = counts("type")
+        total = sum(by_type.values())
+        vectors = self.vector_count(space)
+        size = sum(p.stat().st_size for p in self.home.iterdir() if p.is_file())
+        return StoreStats(
+            total=total,
+            by_type=by_type,
+            by_kind=counts("kind"),
+            by_context=counts("context"),
+            by_lifecycle=counts("lifecycle"),
+            store_bytes=size,
+            embedding_space=space.label,
+            vectors=vectors,
+            missing_vectors=max(total - vectors, 0),
+            schema_version=self.migration_status().schema_version,
+            path=str(self.home),
+        )

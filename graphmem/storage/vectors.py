@@ -1,0 +1,135 @@
+"""Vectors, one `Vec_<space>` table per embedding space, and an in-process matrix for exact search.
+
+Vectors of two spaces are never compared because they never share a table. Exact search over a
+numpy matrix costs ~4 ms at 100k x 384, so the matrix is read once per process and then kept in
+step with this process's own writes (the Kùzu file lock means no other process writes meanwhile).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from graphmem.embeddings.base import EmbeddingSpace
+from graphmem.errors import InvalidInput
+from graphmem.storage.connection import KuzuConnection
+
+VEC_PREFIX = "Vec_"
+
+
+@dataclass
+class _Matrix:
+    ids: list[str] = field(default_factory=list)
+    chunks: list[npt.NDArray[np.float32]] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+
+    def matrix(self, dim: int) -> npt.NDArray[np.float32]:
+        if len(self.chunks) != 1:
+            merged = np.concatenate(self.chunks) if self.chunks else np.zeros((0, dim), np.float32)
+            self.chunks = [merged]
+        return self.chunks[0]
+
+    def append(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        for offset, memory_id in enumerate(ids, start=len(self.ids)):
+            self.rows[memory_id] = offset
+        self.ids.extend(ids)
+        self.chunks.append(vectors)
+
+
+def table_for(space: EmbeddingSpace) -> str:
+    return VEC_PREFIX + space.name
+
+
+class VectorTables(KuzuConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._matrices: dict[str, _Matrix] = {}
+
+    def _cache(self) -> dict[str, _Matrix]:
+        return self._matrices
+
+    def _on_rollback(self) -> None:
+        self._cache().clear()
+
+    def vector_tables(self) -> list[str]:
+        return sorted(t for t in self.table_names() if t.startswith(VEC_PREFIX))
+
+    def ensure_space(self, space: EmbeddingSpace) -> None:
+        """Create the space's table on first use and record what the space is."""
+        table = table_for(space)
+        with self._lock:
+            if table in self._cache() or table in self.table_names():
+                return
+            self.execute(
+                f"CREATE NODE TABLE {table}(id STRING PRIMARY KEY, vec FLOAT[{space.dim}])"
+            )
+            info = {"provider": space.provider, "model": space.model, "dim": space.dim}
+            self.meta_set(f"space:{space.name}", json.dumps(info))
+
+    def put_vectors(
+        self, space: EmbeddingSpace, ids: Sequence[str], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        if vectors.shape != (len(ids), space.dim):
+            raise InvalidInput(
+                f"expected {len(ids)} vectors of {space.dim} dims, got {vectors.shape}",
+                space=space.label,
+            )
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.ensure_space(space)
+        table = pa.table(
+            {
+                "id": pa.array(list(ids), pa.string()),
+                "vec": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), space.dim),
+            }
+        )
+        with self._lock:
+            self.execute(
+                f"LOAD FROM $t CREATE (:{table_for(space)} {{id: id, vec: vec}})", {"t": table}
+            )
+            cached = self._cache().get(table_for(space))
+            if cached is not None:
+                cached.append(ids, vectors)
+
+    def delete_vectors(self, ids: Sequence[str]) -> None:
+        with self._lock:
+            for table in self.vector_tables():
+                self.execute(f"MATCH (v:{table}) WHERE v.id IN $ids DELETE v", {"ids": list(ids)})
+                self._cache().pop(table, None)
+
+    def vector_count(self, space: EmbeddingSpace) -> int:
+        if table_for(space) not in self.table_names():
+            return 0
+        return int(self.execute(f"MATCH (v:{table_for(space)}) RETURN count(*)")[0][0])
+
+    def vector_ids(self, space: EmbeddingSpace) -> set[str]:
+        return set(self._load(space).rows)
+
+    def vectors(
+        self, space: EmbeddingSpace
+    ) -> tuple[list[str], dict[str, int], npt.NDArray[np.float32]]:
+        """(ids, id -> row, matrix) of every vector in the space, read once per process."""
+        with self._lock:
+            cached = self._load(space)
+            return cached.ids, cached.rows, cached.matrix(space.dim)
+
+    def _load(self, space: EmbeddingSpace) -> _Matrix:
+        table = table_for(space)
+        cached = self._cache().get(table)
+        if cached is not None:
+            return cached
+        cached = _Matrix()
+        if table in self.table_names():
+            result = self.query_result(f"MATCH (v:{table}) RETURN v.id, v.vec")
+            arrow = result.get_as_arrow(chunk_size=100_000)
+            if arrow.num_rows:
+                ids = arrow.column(0).to_pylist()
+                flat = arrow.column(1).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+                cached.append(ids, np.asarray(flat, dtype=np.float32).reshape(-1, space.dim))
+        self._cache()[table] = cached
+        return cached

@@ -1,0 +1,85 @@
+"""The analyzer behind keyword search: what gets indexed for a memory and how a query is read.
+
+Kùzu's FTS tokenizer drops every digit and every one-letter token, so "v2", "#47", "502" and "k8s"
+would never match, and a custom stopword list crashes inserts in 0.11.3 (measured). We therefore
+index a `search_text` of our own tokens: words with digits are spelt with letters ("502" ->
+"qxfac"), compounds like "PAY-123" also keep their joined form, and the memory's date is indexed as
+words ("may 2023 monday"), since questions often name a time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:[._\-/:#][A-Za-z0-9]+)*")
+_PART = re.compile(r"[A-Za-z]+|[0-9]+")
+_DIGITS = str.maketrans("0123456789", "abcdefghij")
+_MARK = "qx"
+
+# Short English function words; kept small on purpose: Kùzu applies its own list as well, and words
+# such as "not", "down", "after" carry meaning in engineering notes.
+STOPWORDS = frozenset(
+    ["a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your"]
+)
+
+
+_HAS_DIGIT = re.compile(r"\d")
+
+
+def _encode(token: str) -> str:
+    if _HAS_DIGIT.search(token):
+        return _MARK + token.translate(_DIGITS)
+    return token
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased index tokens of a text, digits encoded, compounds kept whole as well."""
+    out: list[str] = []
+    for match in _WORD.finditer(text.lower()):
+        word = match.group()
+        parts = _PART.findall(word)
+        if len(parts) > 1:
+            joined = "".join(parts)
+            out.append(_encode(joined))
+        out.extend(_encode(p) for p in parts if len(p) > 1 or p.isdigit())
+    return out
+
+
+def content_terms(text: str) -> list[str]:
+    """Distinct query terms that carry meaning (no stopwords), in order."""
+    seen: dict[str, None] = {}
+    for token in tokens(text):
+        if token not in STOPWORDS and token not in seen:
+            seen[token] = None
+    return list(seen)
+
+
+def date_words(when: datetime | None) -> list[str]:
+    if when is None:
+        return []
+    return [when.strftime("%B").lower(), str(when.year), str(when.day), when.strftime("%A").lower()]
+
+
+def index_text(
+    content: str,
+    *,
+    title: str | None = None,
+    tags: Iterable[str] = (),
+    context: str | None = None,
+    service: str | None = None,
+    when: datetime | None = None,
+) -> str:
+    """The string stored in `Memory.search_text`; the title counts twice."""
+    parts = [content]
+    if title:
+        parts += [title, title]
+    parts.extend(tags)
+    parts += [p for p in (context, service) if p]
+    parts += date_words(when)
+    return " ".join(tokens(" ".join(parts)))
+
+
+def query_text(query: str) -> str:
+    return " ".join(tokens(query))
