@@ -31,6 +31,7 @@ from graphmem.models import (
     RecallResult,
     ReembedReport,
     StoreStats,
+    parse_time,
     utcnow,
 )
 from graphmem.recall.config import RecallConfig, get_recipe
@@ -161,8 +162,10 @@ class GraphMemory:
             patch = MemoryPatch.model_validate(changes)
         except ValidationError as exc:
             raise InvalidInput(_validation_message(exc)) from exc
+        given = patch.model_dump(exclude_unset=True, exclude_none=True)
+        if not given:
+            raise InvalidInput("nothing to update: give at least one field to change")
         current = self.store.get_memory(memory_id)
-        given = patch.model_dump(exclude_unset=True)
         updated = current.model_copy(update={**given, "updated_at": utcnow()})
         vector = None
         if updated.content != current.content or updated.title != current.title:
@@ -220,11 +223,19 @@ class GraphMemory:
             except EmbeddingError as exc:
                 degraded = True
                 warnings.append(f"embedding failed, keyword-only results: {exc.message}")
+        space = self.embedder.space if query_vector is not None else None
+        if space is not None:
+            missing = self.store.memory_count() - len(self.store.vector_ids(space))
+            if missing > 0:
+                warnings.append(
+                    f"{missing} memories have no vector in {space.label} and can only be found "
+                    "by keyword; run `graphmem reembed` to embed them"
+                )
         hits: list[Hit] = run_recall(
             self.store,
             query,
             query_vector,
-            self.embedder.space if query_vector is not None else None,
+            space,
             validate_filter(filters),
             config,
             limit=limit,
@@ -235,7 +246,7 @@ class GraphMemory:
             hits=hits,
             warnings=warnings,
             degraded=degraded,
-            embedding_space=None if degraded else self.embedder.space.label,
+            embedding_space=space.label if space else None,
         )
 
     # -- power tools ------------------------------------------------------------------------
@@ -274,15 +285,15 @@ class GraphMemory:
         imported = skipped = 0
 
         def flush() -> None:
-            nonlocal imported, pending
-            if pending:
-                vectors = self._embed([self._embedding_text(m) for m in pending])
-                imported += self.store.insert_memories(
-                    pending, vectors, self.embedder.space, skip_existing=True
-                )
-                pending = []
+            nonlocal imported, skipped, pending
+            present = self.store.existing_ids([m.id for m in pending])
+            fresh = [m for m in pending if m.id not in present]
+            skipped += len(pending) - len(fresh)
+            if fresh:
+                vectors = self._embed([self._embedding_text(m) for m in fresh])
+                imported += self.store.insert_memories(fresh, vectors, self.embedder.space)
+            pending = []
 
-        lineno = 0
         for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -301,10 +312,9 @@ class GraphMemory:
                 if on_progress:
                     on_progress(lineno, 0)
         flush()
-        skipped = lineno - imported - len(errors)
         return ImportReport(
             imported=imported,
-            skipped=max(skipped, 0),
+            skipped=skipped,
             errors=errors,
             seconds=round(time.perf_counter() - started, 3),
         )
@@ -320,7 +330,7 @@ class GraphMemory:
         started = time.perf_counter()
         space = self.embedder.space
         self.store.ensure_space(space)
-        have = self.store.vector_ids(space)
+        have = set(self.store.vector_ids(space))
         everything = self.store.all_memory_ids()
         todo = sorted(everything - have)
         for start in range(0, len(todo), batch_size):
@@ -340,24 +350,30 @@ class GraphMemory:
         )
 
 
+_KEPT_ON_IMPORT = ("id", "updated_at", "valid_to", "lifecycle", "confidence")
+
+
 def _memory_from_json(line: str) -> Memory:
+    """One exported memory, validated like a new one; its id, dates and lifecycle are kept."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"not JSON: {exc.msg}") from exc
     if not isinstance(data, dict):
         raise InvalidInput("not a JSON object")
+    kept = {k: data.pop(k) for k in _KEPT_ON_IMPORT if k in data}
+    memory = GraphMemory._new_memory(validate_input(data))
+    if not kept:
+        return memory
+    if "updated_at" not in kept:
+        kept["updated_at"] = memory.created_at
     try:
-        if "id" in data:
-            now = utcnow()
-            data.setdefault("created_at", now)
-            data.setdefault("updated_at", data["created_at"])
-            memory = Memory.model_validate(data)
-            validate_input({"content": memory.content, "importance": memory.importance})
-            return memory
-        return GraphMemory._new_memory(validate_input(data))
-    except ValidationError as exc:
-        raise InvalidInput(_validation_message(exc)) from exc
+        for key in ("updated_at", "valid_to"):
+            kept[key] = parse_time(kept.get(key))
+        return Memory.model_validate({**memory.model_dump(), **kept})
+    except (ValidationError, ValueError) as exc:
+        message = _validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise InvalidInput(message) from exc
 
 
 def open_store(

@@ -3,7 +3,7 @@
 Kùzu's FTS tokenizer drops every digit and every one-letter token, so "v2", "#47", "502" and "k8s"
 would never match, and a custom stopword list crashes inserts in 0.11.3 (measured). We therefore
 index a `search_text` of our own tokens: words with digits are spelt with letters ("502" ->
-"qxfac"), compounds like "PAY-123" also keep their joined form, and the memory's date is indexed as
+"qxfacq"), compounds like "PAY-123" also keep their joined form, and the memory's date is indexed as
 words ("may 2023 monday"), since questions often name a time.
 """
 
@@ -17,11 +17,81 @@ _WORD = re.compile(r"[A-Za-z0-9]+(?:[._\-/:#][A-Za-z0-9]+)*")
 _PART = re.compile(r"[A-Za-z]+|[0-9]+")
 _DIGITS = str.maketrans("0123456789", "abcdefghij")
 _MARK = "qx"
+_END = "q"
 
 # Short English function words; kept small on purpose: Kùzu applies its own list as well, and words
 # such as "not", "down", "after" carry meaning in engineering notes.
 STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
 )
 
 
@@ -29,8 +99,10 @@ _HAS_DIGIT = re.compile(r"\d")
 
 
 def _encode(token: str) -> str:
+    # The closing mark keeps Kùzu's porter stemmer off the spelt digits ("8043" would end in
+    # "ed" and stem to the same term as "80").
     if _HAS_DIGIT.search(token):
-        return _MARK + token.translate(_DIGITS)
+        return _MARK + token.translate(_DIGITS) + _END
     return token
 
 

@@ -1,4 +1,4 @@
-"""The house rules of docs/DESIGN: transports stay thin and each heavy dependency has one home."""
+"""The house rules of the design: transports stay thin and each heavy dependency has one home."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, opened
-from graphmem.errors import GraphmemError
+from graphmem.errors import GraphmemError, InvalidInput
 
 app = typer.Typer()
 db_app = typer.Typer(no_args_is_help=True)
@@ -32,8 +32,18 @@ def cypher(
 ) -> None:
     """Run Cypher against the store; read-only unless --write."""
     with opened(home, as_json) as gm:
-        values = json.loads(params) if params else {}
-        result = gm.cypher(query, values, write=write)
+        try:
+            values = json.loads(params) if params else {}
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"--params is not valid JSON: {exc.msg} at char {exc.pos}") from exc
+        if not isinstance(values, dict):
+            raise InvalidInput("--params must be a JSON object")
+        try:
+            result = gm.cypher(query, values, write=write)
+        except InvalidInput as exc:
+            if exc.fields.get("read_only"):
+                exc.message += "; pass --write to allow it"
+            raise
         if as_json:
             return emit_json(result)
         out.print("\t".join(result.columns), style="bold")

@@ -33,6 +33,8 @@ def to_jsonable(value: Any) -> Any:
         return value.model_dump(mode="json")
     if isinstance(value, list):
         return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
     return value
 
 

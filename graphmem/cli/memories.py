@@ -110,7 +110,7 @@ def store(
 ) -> None:
     """Store a memory."""
     with opened(home, as_json) as gm:
-        text = sys.stdin.read() if content == "-" else content
+        text = sys.stdin.read().rstrip("\n") if content == "-" else content
         if text is None:
             raise InvalidInput(
                 "give the memory text with --content TEXT (or --content - to read stdin)"

@@ -23,11 +23,12 @@ def serve(
     ] = None,
     port: Annotated[int | None, typer.Option("--port", help="HTTP port (default 8765).")] = None,
     home: HomeOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Run the MCP server (stdio by default)."""
+    """Run the MCP server (stdio by default); --json makes start-up errors JSON."""
     from graphmem.mcp.server import serve_http, serve_stdio
 
-    with opened(home, False, http_host=host, http_port=port) as gm:
+    with opened(home, as_json, http_host=host, http_port=port) as gm:
         if http:
             serve_http(gm, host=gm.settings.http_host, port=gm.settings.http_port)
         else:

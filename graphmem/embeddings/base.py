@@ -48,7 +48,8 @@ class EmbeddingSpace:
             name = "e_" + name
         if len(name) > _MAX_NAME:  # keep it short but still unique
             digest = hashlib.blake2b(self.label.encode(), digest_size=4).hexdigest()
-            name = f"{name[: _MAX_NAME - 9 - len(str(self.dim))]}_{digest}_{self.dim}"
+            head = name[: _MAX_NAME - 10 - len(str(self.dim))].rstrip("_")
+            name = f"{head}_{digest}_{self.dim}"
         return name
 
     @property
@@ -82,7 +83,9 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     out = list(texts)
     for i, text in enumerate(out):
         if not isinstance(text, str):
-            raise InvalidInput("every text to embed must be a str", index=i, type=type(text).__name__)
+            raise InvalidInput(
+                "every text to embed must be a str", index=i, type=type(text).__name__
+            )
     return out
 
 

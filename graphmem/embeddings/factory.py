@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 _LOCAL_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 
-def make_embedder(config: EmbeddingConfig, *, transport: httpx.BaseTransport | None = None) -> Embedder:
+def make_embedder(
+    config: EmbeddingConfig, *, transport: httpx.BaseTransport | None = None
+) -> Embedder:
     """The embedder `config` asks for; `transport` replaces the network (tests use MockTransport)."""
     provider = config.provider
     if config.is_remote and config.mode == "local-only":

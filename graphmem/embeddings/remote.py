@@ -60,7 +60,9 @@ class RemoteEmbedder:
         if dim is not None and dim < 1:
             raise InvalidInput("dim must be positive", dim=dim)
         self._endpoint = base + self.path
-        self._shown_url = self._redact(str(parsed.copy_with(username=None, password=None)) + self.path)
+        self._shown_url = self._redact(
+            str(parsed.copy_with(username=None, password=None)) + self.path
+        )
         self._dim = dim
         self._retries = max(0, retries)
         self._batch_size = max(1, batch_size)
@@ -102,7 +104,8 @@ class RemoteEmbedder:
         return self._embed(check_texts(texts), query=False)
 
     def embed_query(self, text: str) -> F32:
-        return self._embed(check_texts([text]), query=True)[0]
+        row: F32 = self._embed(check_texts([text]), query=True)[0]
+        return row
 
     def close(self) -> None:
         self._client.close()
@@ -141,7 +144,12 @@ class RemoteEmbedder:
             arr = np.array(rows)
         except ValueError:
             raise self._error("returned vectors of inconsistent dimensions") from None
-        if arr.ndim != 2 or arr.shape[0] != count or arr.dtype.kind not in "fiu" or arr.shape[1] < 1:
+        if (
+            arr.ndim != 2
+            or arr.shape[0] != count
+            or arr.dtype.kind not in "fiu"
+            or arr.shape[1] < 1
+        ):
             raise self._error(f"returned malformed vectors (expected {count} lists of numbers)")
         matrix = arr.astype(np.float32)
         if not np.isfinite(matrix).all():
@@ -156,6 +164,8 @@ class RemoteEmbedder:
         return matrix
 
     def _post(self, body: dict[str, Any]) -> Any:
+        if self._client.is_closed:
+            raise self._error("cannot be used: the embedder was closed")
         attempts = self._retries + 1
         for attempt in range(attempts):
             try:
@@ -190,12 +200,16 @@ class RemoteEmbedder:
     def _http_error(self, response: httpx.Response, attempts: int) -> EmbeddingError:
         status = response.status_code
         if status in (401, 403):  # bodies here may echo (part of) the key: never show them
-            hint = "check GRAPHMEM_EMBEDDING_API_KEY" if self.provider != "ollama" else "check the URL"
+            hint = (
+                "check GRAPHMEM_EMBEDDING_API_KEY" if self.provider != "ollama" else "check the URL"
+            )
             return self._error(f"rejected the request (HTTP {status}); {hint}", status=status)
         detail = ""
         try:
             payload = response.json()
-            error = payload.get("error", payload.get("detail", "")) if isinstance(payload, dict) else ""
+            error = (
+                payload.get("error", payload.get("detail", "")) if isinstance(payload, dict) else ""
+            )
             detail = str(error.get("message", error) if isinstance(error, dict) else error)
         except (json.JSONDecodeError, UnicodeDecodeError):
             detail = response.text
@@ -250,4 +264,7 @@ class JinaEmbedder(OpenAIEmbedder):
     provider = "jina"
 
     def _body(self, texts: list[str], query: bool) -> dict[str, Any]:
-        return {**super()._body(texts, query), "task": "retrieval.query" if query else "retrieval.passage"}
+        return {
+            **super()._body(texts, query),
+            "task": "retrieval.query" if query else "retrieval.passage",
+        }

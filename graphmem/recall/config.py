@@ -24,10 +24,10 @@ class RecallConfig(BaseModel):
     # weighted-sum feature weights (features are scaled to 0..1 per query)
     w_cosine: float = 1.0
     w_bm25: float = 0.5
-    w_terms: float = 0.3
+    w_terms: float = 0.4
     w_title: float = 0.05
     w_names: float = 0.1
-    w_date: float = 0.1
+    w_date: float = 0.3
     date_window_days: float = 30.0
     w_recency: float = 0.02
     w_importance: float = 0.02

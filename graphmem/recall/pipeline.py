@@ -15,9 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from graphmem.embeddings.base import EmbeddingSpace
-from graphmem.models import Hit, Memory, MemoryFilter, utcnow
+from graphmem.models import Hit, MemoryFilter, utcnow
 from graphmem.recall.config import RecallConfig
 from graphmem.recall.query import parse_query
+from graphmem.storage.memories import ScoringRow
 from graphmem.storage.store import KuzuStore
 from graphmem.text import content_terms, query_text, tokens
 
@@ -101,17 +102,16 @@ def recall(
 
     if not candidates:
         return []
-    rows = store.get_recall_rows(list(candidates))
-    memories = {k: memory for k, (memory, _) in rows.items()}
-    index_tokens = {k: set(toks) for k, (_, toks) in rows.items()}
-    candidates = {k: v for k, v in candidates.items() if k in memories}
+    rows = store.get_scoring_rows(list(candidates))
+    candidates = {k: v for k, v in candidates.items() if k in rows}
     if matrix is not None and vector is not None:
         for cand in candidates.values():
             if cand.cosine is None and cand.memory_id in positions:
                 cand.cosine = float(matrix[positions[cand.memory_id]] @ vector)
 
-    scored = _score(query, candidates, memories, index_tokens, config)
+    scored = _score(query, candidates, rows, config)
     scored.sort(key=lambda pair: pair[1], reverse=True)
+    memories = store.get_memories([cand.memory_id for cand, _ in scored[:limit]])
     hits = []
     for cand, score in scored[:limit]:
         hits.append(
@@ -127,8 +127,7 @@ def recall(
 def _score(
     query: str,
     candidates: dict[str, Candidate],
-    memories: dict[str, Memory],
-    index_tokens: dict[str, set[str]],
+    rows: dict[str, ScoringRow],
     config: RecallConfig,
 ) -> list[tuple[Candidate, float]]:
     parsed = parse_query(query)
@@ -138,11 +137,11 @@ def _score(
     top_bm25 = max((c.bm25 for c in candidates.values()), default=0.0)
     out = []
     for key, cand in candidates.items():
-        memory = memories[key]
+        memory = rows[key]
         f = cand.features
         f["cosine"] = cos.get(key, 0.0)
         f["bm25"] = cand.bm25 / top_bm25 if top_bm25 > 0 else 0.0
-        have = index_tokens[key]
+        have = memory.tokens
         f["terms"] = sum(t in have for t in terms) / len(terms) if terms else 0.0
         title = set(tokens(memory.title)) if memory.title else set()
         f["title"] = sum(t in title for t in terms) / len(terms) if terms else 0.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -74,7 +75,9 @@ def memory_to_row(memory: Memory) -> dict[str, Any]:
     return row
 
 
-def filter_clause(filters: MemoryFilter, params: dict[str, Any]) -> str:
+def filter_clause(
+    filters: MemoryFilter, params: dict[str, Any], *, hide_archived: bool = True
+) -> str:
     """A WHERE fragment over `m`; archived memories are hidden unless asked for."""
     conditions = []
     for field in ("type", "kind", "context", "service", "lifecycle"):
@@ -82,7 +85,7 @@ def filter_clause(filters: MemoryFilter, params: dict[str, Any]) -> str:
         if value is not None:
             conditions.append(f"m.{field} = $f_{field}")
             params[f"f_{field}"] = value
-    if filters.lifecycle is None:
+    if filters.lifecycle is None and hide_archived:
         conditions.append("m.lifecycle <> 'archived'")
     for i, tag in enumerate(filters.tags):
         conditions.append(f"list_contains(m.tags, $f_tag{i})")
@@ -104,6 +107,16 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
         raise InvalidInput("cursor is not one that list returned", cursor=cursor) from exc
 
 
+@dataclass(frozen=True)
+class ScoringRow:
+    id: str
+    title: str | None
+    created_at: datetime
+    importance: float
+    lifecycle: str
+    tokens: frozenset[str]  # the analysed search_text
+
+
 class MemoryRepository(VectorTables):
     """Memory CRUD; vectors are written in the same transaction as the rows they embed."""
 
@@ -112,33 +125,28 @@ class MemoryRepository(VectorTables):
         memories: Sequence[Memory],
         vectors: npt.NDArray[np.float32],
         space: EmbeddingSpace,
-        *,
-        skip_existing: bool = False,
     ) -> int:
-        """Insert rows and their vectors atomically; returns how many were new."""
-        if skip_existing and memories:
-            ids = [m.id for m in memories]
-            existing = {
-                r[0]
-                for r in self.execute(
-                    "MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id", {"ids": ids}
-                )
-            }
-            keep = [i for i, m in enumerate(memories) if m.id not in existing]
-            memories = [memories[i] for i in keep]
-            vectors = vectors[keep]
+        """Insert rows and their vectors atomically; returns how many were inserted."""
         if not memories:
             return 0
         # One CREATE per row: Kùzu 0.11.3 gives every row of a multi-row insert (UNWIND or
         # LOAD FROM) wrong full-text postings when the table has an FTS index (measured).
         assignments = ", ".join(f"{f}: {_param(f)}" for f in ("id", *_SET_FIELDS))
         statement = f"CREATE (m:Memory {{{assignments}, access_count: 0}})"
+        params = []
+        for memory in memories:
+            row = memory_to_row(memory)
+            params.append({f"p_{f}": row[f] for f in ("id", *_SET_FIELDS)})
         with self.transaction():
-            for memory in memories:
-                row = memory_to_row(memory)
-                self.execute(statement, {f"p_{f}": row[f] for f in ("id", *_SET_FIELDS)})
+            self.execute_many(statement, params)
             self.put_vectors(space, [m.id for m in memories], vectors)
         return len(memories)
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        rows = self.execute(
+            "UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id", {"ids": list(ids)}
+        )
+        return {r[0] for r in rows}
 
     def get_memory(self, memory_id: str) -> Memory:
         rows = self.execute(
@@ -155,13 +163,17 @@ class MemoryRepository(VectorTables):
         )
         return {row[0]: row_to_memory(row) for row in rows}
 
-    def get_recall_rows(self, ids: Sequence[str]) -> dict[str, tuple[Memory, list[str]]]:
-        """Memories with their index tokens, so scoring never re-tokenises content."""
+    def get_scoring_rows(self, ids: Sequence[str]) -> dict[str, ScoringRow]:
+        """What recall scores candidates by, without building whole memories for all of them."""
         rows = self.execute(
-            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}, m.search_text",
+            "UNWIND $ids AS i MATCH (m:Memory {id: i}) "
+            "RETURN m.id, m.title, m.created_at, m.importance, m.lifecycle, m.search_text",
             {"ids": list(ids)},
         )
-        return {row[0]: (row_to_memory(row[:-1]), (row[-1] or "").split()) for row in rows}
+        return {
+            r[0]: ScoringRow(r[0], r[1], r[2], r[3], r[4], frozenset((r[5] or "").split()))
+            for r in rows
+        }
 
     def update_memory(
         self,
@@ -210,9 +222,10 @@ class MemoryRepository(VectorTables):
         )
 
     def iter_memories(self, filters: MemoryFilter, *, page: int = 1000) -> Iterator[Memory]:
-        """Every matching memory, oldest first, read in pages so exports stay flat in memory."""
+        """Every matching memory, archived ones included, oldest first, read in pages so exports
+        stay flat in memory."""
         params: dict[str, Any] = {"limit": page}
-        where = filter_clause(filters, params)
+        where = filter_clause(filters, params, hide_archived=False)
         skip = 0
         while True:
             params["skip"] = skip
@@ -230,6 +243,14 @@ class MemoryRepository(VectorTables):
         params: dict[str, Any] = {}
         where = filter_clause(filters, params)
         return {r[0] for r in self.execute(f"MATCH (m:Memory) WHERE {where} RETURN m.id", params)}
+
+    def memory_count(self) -> int:
+        """Cached until the next write: recall asks on every query."""
+        key = ("memory_count", self.write_generation)
+        if self._memo.get("memory_count", (None,))[0] != key:
+            total = self.execute("MATCH (m:Memory) RETURN count(*)")[0][0]
+            self._memo["memory_count"] = (key, int(total))
+        return int(self._memo["memory_count"][1])
 
     def all_memory_ids(self) -> set[str]:
         return {r[0] for r in self.execute("MATCH (m:Memory) RETURN m.id")}

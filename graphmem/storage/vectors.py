@@ -64,11 +64,12 @@ class VectorTables(KuzuConnection):
         """Create the space's table on first use and record what the space is."""
         table = table_for(space)
         with self._lock:
-            if table in self._cache() or table in self.table_names():
+            if table in self.table_names():
                 return
             self.execute(
                 f"CREATE NODE TABLE {table}(id STRING PRIMARY KEY, vec FLOAT[{space.dim}])"
             )
+            self._cache().pop(table, None)
             info = {"provider": space.provider, "model": space.model, "dim": space.dim}
             self.meta_set(f"space:{space.name}", json.dumps(info))
 
@@ -107,8 +108,10 @@ class VectorTables(KuzuConnection):
             return 0
         return int(self.execute(f"MATCH (v:{table_for(space)}) RETURN count(*)")[0][0])
 
-    def vector_ids(self, space: EmbeddingSpace) -> set[str]:
-        return set(self._load(space).rows)
+    def vector_ids(self, space: EmbeddingSpace) -> dict[str, int]:
+        """Ids with a vector in the space (a live view of the cached index: do not change it)."""
+        with self._lock:
+            return self._load(space).rows
 
     def vectors(
         self, space: EmbeddingSpace

@@ -1,0 +1,51 @@
+"""Shared fixtures: a temp store with the deterministic hash embedder, and a clean CLI environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from graphmem.embeddings.hashing import HashEmbedder
+from graphmem.service import GraphMemory, open_store
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def gm(store_path: Path) -> Iterator[GraphMemory]:
+    """A fresh, migrated store on disk, embedding with the fast offline HashEmbedder."""
+    memory = open_store(store_path, embedder=HashEmbedder())
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+@pytest.fixture
+def reopen(store_path: Path) -> Iterator[Callable[..., GraphMemory]]:
+    """Open the same data dir again (after the test closed `gm`); every store opened is closed."""
+    opened: list[GraphMemory] = []
+
+    def _open(embedder: HashEmbedder | None = None) -> GraphMemory:
+        memory = open_store(store_path, embedder=embedder or HashEmbedder())
+        opened.append(memory)
+        return memory
+
+    yield _open
+    for memory in opened:
+        memory.close()
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for a CLI run: its own store and the hash embedder, no stray GRAPHMEM_* values."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}
+    env["GRAPHMEM_HOME"] = str(tmp_path / "cli-store")
+    env["GRAPHMEM_EMBEDDING_PROVIDER"] = "hash"
+    return env

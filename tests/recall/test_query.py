@@ -1,0 +1,61 @@
+"""Reading a query: the dates it points at and the names it mentions."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from graphmem.recall.query import DateSpan, parse_dates, parse_names, parse_query
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("What did Nate do on 25 May, 2022?", datetime(2022, 5, 25), datetime(2022, 5, 26)),
+        ("the outage of October 13, 2023", datetime(2023, 10, 13), datetime(2023, 10, 14)),
+        ("on the 3rd of nothing, 1st Jan 2021", datetime(2021, 1, 1), datetime(2021, 1, 2)),
+        ("what shipped in May 2023", datetime(2023, 5, 1), datetime(2023, 6, 1)),
+        ("December 2023 freeze", datetime(2023, 12, 1), datetime(2024, 1, 1)),
+        ("anything from 2022", datetime(2022, 1, 1), datetime(2023, 1, 1)),
+        ("deploy of 2024-01-10", datetime(2024, 1, 10), datetime(2024, 1, 11)),
+    ],
+)
+def test_parse_dates_finds_the_span_a_query_names(
+    text: str, start: datetime, end: datetime
+) -> None:
+    assert parse_dates(text) == [DateSpan(start, end)]
+
+
+def test_a_full_date_is_not_also_read_as_its_month_or_year() -> None:
+    assert len(parse_dates("on 25 May, 2022")) == 1
+    assert len(parse_dates("on 2024-01-10")) == 1
+
+
+def test_text_without_dates_gives_no_span() -> None:
+    assert parse_dates("why did token refresh break?") == []
+    assert parse_dates("port 8080 and ticket 502") == []
+
+
+def test_an_impossible_day_is_not_read_as_a_day() -> None:
+    spans = parse_dates("2023-02-30")
+    assert all(span.end - span.start > timedelta(days=1) for span in spans)
+
+
+def test_date_span_distance_is_zero_inside_and_counts_days_outside() -> None:
+    span = DateSpan(datetime(2022, 5, 25), datetime(2022, 5, 26))
+    assert span.distance_days(datetime(2022, 5, 25, 23, 59)) == 0.0
+    assert span.distance_days(datetime(2022, 5, 20)) == 5.0
+    assert span.distance_days(datetime(2022, 5, 28)) == 2.0
+
+
+def test_parse_names_finds_people_but_not_question_words_or_months() -> None:
+    names = parse_names("What did Caroline tell Joanna in May? When did Caroline's talk end?")
+    assert names == ["caroline", "joanna"]
+    assert not {"what", "when", "may"} & set(names)
+
+
+def test_parse_query_returns_names_and_dates_together() -> None:
+    parsed = parse_query("What did Nate do for Joanna on 25 May, 2022?")
+    assert parsed.names == ["nate", "joanna"]
+    assert parsed.dates == [DateSpan(datetime(2022, 5, 25), datetime(2022, 5, 26))]

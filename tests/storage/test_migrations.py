@@ -1,0 +1,71 @@
+"""Schema migrations: recorded once, a no-op on reopen, and a newer store is refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from graphmem.schema import migrations
+
+from graphmem.embeddings.hashing import HashEmbedder
+from graphmem.errors import SchemaError
+from graphmem.service import GraphMemory, open_store
+
+
+def test_shipped_migrations_start_at_0001_core_and_are_ordered() -> None:
+    known = migrations()
+    assert (known[0].version, known[0].name) == (1, "core")
+    assert [m.version for m in known] == sorted({m.version for m in known})
+    assert all(m.statements for m in known)
+
+
+def test_a_new_store_records_every_migration_and_has_none_pending(gm: GraphMemory) -> None:
+    status = gm.db_status()
+    assert [m.version for m in status.applied] == [m.version for m in migrations()]
+    assert status.applied[0].name == "core"
+    assert status.applied[0].applied_at is not None
+    assert status.pending == []
+    assert status.schema_version == status.latest_version == migrations()[-1].version
+    assert status.path == str(gm.path)
+
+
+def test_a_new_store_has_its_tables_and_full_text_index(gm: GraphMemory) -> None:
+    tables = {row[0] for row in gm.cypher("CALL show_tables() RETURN name").rows}
+    assert {"Memory", "_Meta", "_Migration", "SUPERSEDES"} <= tables
+    indexes = {row[0] for row in gm.cypher("CALL show_indexes() RETURN index_name").rows}
+    assert "memory_fts" in indexes
+
+
+def test_reopening_a_store_applies_nothing_and_keeps_its_data(
+    gm: GraphMemory, reopen: Callable[..., GraphMemory]
+) -> None:
+    memory = gm.remember("survives a reopen")
+    before = gm.db_status()
+    gm.close()
+
+    again = reopen()
+
+    assert again.store.migrate() == []
+    assert again.db_status() == before
+    assert again.get(memory.id) == memory
+    assert again.recall("survives", recipe="bm25")[0].memory.id == memory.id
+
+
+def test_a_store_with_a_newer_schema_is_refused_on_open(gm: GraphMemory, store_path: Path) -> None:
+    gm.cypher(
+        "CREATE (:_Migration {version: 9999, name: 'from_the_future', "
+        "applied_at: timestamp('2030-01-01 00:00:00')})",
+        write=True,
+    )
+    gm.close()
+
+    with pytest.raises(SchemaError, match="9999") as caught:
+        open_store(store_path, embedder=HashEmbedder())
+    assert caught.value.fields["store_version"] == 9999
+    assert caught.value.fields["supported_version"] == migrations()[-1].version
+    assert caught.value.exit_code == 4
+
+    # the refused open released the store: trying again gives the same answer, not "locked"
+    with pytest.raises(SchemaError):
+        open_store(store_path, embedder=HashEmbedder())

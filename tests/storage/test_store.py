@@ -1,0 +1,139 @@
+"""The store on disk: one process holds it, a second is told who; writes are atomic."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphmem.embeddings.hashing import HashEmbedder
+from graphmem.errors import InvalidInput, StorageError, StoreLocked
+from graphmem.models import Memory, utcnow
+from graphmem.service import GraphMemory
+from graphmem.settings import load_settings
+from graphmem.storage.connection import HOLDER_FILE
+
+HOLDER = textwrap.dedent(
+    """
+    import select, sys
+    from graphmem.embeddings.hashing import HashEmbedder
+    from graphmem.service import open_store
+
+    gm = open_store(sys.argv[1], embedder=HashEmbedder())
+    gm.remember("written by the holder process")
+    print("ready", flush=True)
+    select.select([sys.stdin], [], [], 10.0)  # hold the store until told to stop, 10 s at most
+    gm.close()
+    """
+)
+
+
+def quick_open(path: Path) -> GraphMemory:
+    settings = load_settings(path, environ={}, overrides={"lock_timeout": 0.5})
+    return GraphMemory(settings, embedder=HashEmbedder())
+
+
+def test_second_process_gets_store_locked_naming_the_holder_then_opens_after_it_exits(
+    store_path: Path, cli_env: dict[str, str]
+) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(store_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=cli_env,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "ready"
+
+        with pytest.raises(StoreLocked) as caught:
+            quick_open(store_path)
+        assert caught.value.fields["pid"] == holder.pid
+        assert str(holder.pid) in caught.value.message
+        assert caught.value.exit_code == 4
+
+        holder.stdin.write("stop\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=10) == 0
+
+        gm = quick_open(store_path)
+        try:
+            assert [m.content for m in gm.list().memories] == ["written by the holder process"]
+        finally:
+            gm.close()
+    finally:
+        if holder.poll() is None:
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.wait(timeout=10)
+
+
+def test_an_open_store_records_its_holder_and_removes_the_record_on_close(
+    gm: GraphMemory, store_path: Path
+) -> None:
+    record = json.loads((store_path / HOLDER_FILE).read_text(encoding="utf-8"))
+    assert record["pid"] == os.getpid()
+    gm.close()
+    assert not (store_path / HOLDER_FILE).exists()
+
+
+def test_a_closed_store_refuses_work_with_a_storage_error(gm: GraphMemory) -> None:
+    gm.close()
+    gm.close()  # closing twice is harmless
+    with pytest.raises(StorageError, match="closed"):
+        gm.list()
+
+
+def test_memories_persist_across_close_and_reopen(
+    gm: GraphMemory, reopen: Callable[..., GraphMemory]
+) -> None:
+    stored = gm.remember_many([{"content": f"persisted {i}", "tags": ["p"]} for i in range(3)])
+    gm.close()
+    again = reopen()
+    assert [again.get(m.id) for m in stored] == stored
+    assert again.stats().missing_vectors == 0
+
+
+def test_a_failed_batch_insert_leaves_no_rows_behind(gm: GraphMemory) -> None:
+    now = utcnow()
+    memories = [
+        Memory(
+            id=f"01TESTBATCH00000000000000{i}", content=f"batch {i}", created_at=now, updated_at=now
+        )
+        for i in range(3)
+    ]
+    wrong = np.zeros((3, 7), dtype=np.float32)  # not the space's 384 dims
+    with pytest.raises(InvalidInput, match="dims"):
+        gm.store.insert_memories(memories, wrong, gm.embedder.space)
+    assert gm.stats().total == 0
+    assert gm.list().memories == []
+    gm.remember("the store still takes writes")
+    assert gm.stats().total == 1
+
+
+def test_cypher_results_are_json_friendly(gm: GraphMemory) -> None:
+    memory = gm.remember("dated", created_at="2022-05-25T15:00:00")
+    result = gm.cypher("MATCH (m:Memory) RETURN m.id, m.created_at, m")
+    assert result.columns[:2] == ["m.id", "m.created_at"]
+    row = result.rows[0]
+    assert row[0] == memory.id
+    assert row[1] == "2022-05-25T15:00:00"
+    json.dumps(result.rows)  # nodes included
+    assert row[2]["content"] == "dated"
+
+
+def test_cypher_write_with_write_flag_changes_the_store(gm: GraphMemory) -> None:
+    memory = gm.remember("about to be canonical")
+    gm.cypher(
+        "MATCH (m:Memory {id:$id}) SET m.lifecycle='canonical'", {"id": memory.id}, write=True
+    )
+    assert gm.get(memory.id).lifecycle == "canonical"
+    assert gm.stats().by_lifecycle == {"canonical": 1}
