@@ -10,7 +10,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -260,13 +260,11 @@ class GraphMemory:
     def db_status(self) -> DbStatus:
         return self.store.migration_status()
 
-    def export_jsonl(self, out: IO[str], filters: MemoryFilter | None = None) -> int:
-        """Write every memory as one JSON line, oldest first; returns how many."""
-        count = 0
-        for memory in self.store.iter_memories(validate_filter(filters)):
-            out.write(memory.model_dump_json() + "\n")
-            count += 1
-        return count
+    def export_page(self, cursor: str | None = None, *, limit: int = 1000) -> MemoryPage:
+        """Every memory, archived ones included, oldest first, a page at a time (for export)."""
+        if not 1 <= limit <= 10_000:
+            raise InvalidInput("limit must be between 1 and 10000", limit=limit)
+        return self.store.export_page(cursor, limit=limit)
 
     def import_jsonl(
         self,
@@ -274,6 +272,7 @@ class GraphMemory:
         *,
         on_error: str = "continue",
         batch_size: int = 256,
+        first_line: int = 1,
         on_progress: Progress | None = None,
     ) -> ImportReport:
         """Import JSONL written by export (ids, dates and metadata kept); bad lines are reported."""
@@ -294,7 +293,7 @@ class GraphMemory:
                 imported += self.store.insert_memories(fresh, vectors, self.embedder.space)
             pending = []
 
-        for lineno, line in enumerate(lines, start=1):
+        for lineno, line in enumerate(lines, start=first_line):
             if not line.strip():
                 continue
             try:

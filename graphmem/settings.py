@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from graphmem.embeddings.config import EmbeddingConfig
 from graphmem.errors import InvalidInput
@@ -30,6 +30,14 @@ class Settings(BaseModel):
     recall_recipe: str = "hybrid"
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8765, ge=0, le=65535)
+    http_token: SecretStr | None = Field(default=None, description="bearer token for HTTP clients")
+    http_max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    http_request_timeout: float = Field(default=60.0, gt=0)
+    daemon_idle_timeout: float = Field(
+        default=900.0,
+        ge=0,
+        description="seconds without requests before the owner exits; 0 = never",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
 
 
@@ -46,6 +54,10 @@ ENV_KEYS: dict[str, str] = {
     "RECALL_RECIPE": "recall_recipe",
     "HTTP_HOST": "http_host",
     "HTTP_PORT": "http_port",
+    "HTTP_TOKEN": "http_token",
+    "HTTP_MAX_BODY_BYTES": "http_max_body_bytes",
+    "HTTP_REQUEST_TIMEOUT": "http_request_timeout",
+    "DAEMON_IDLE_TIMEOUT": "daemon_idle_timeout",
     "LOG_LEVEL": "log_level",
 }
 

@@ -16,6 +16,7 @@ from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.models import MAX_CONTENT_CHARS, Memory
 from graphmem.service import GraphMemory, open_store
+from graphmem.transfer import export_jsonl
 
 
 def ids_of(result: Any) -> list[str]:
@@ -24,7 +25,7 @@ def ids_of(result: Any) -> list[str]:
 
 def export_lines(gm: GraphMemory) -> list[str]:
     buffer = io.StringIO()
-    gm.export_jsonl(buffer)
+    export_jsonl(gm, buffer)
     return buffer.getvalue().splitlines()
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from graphmem.api import MemoryAPI
 from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, opened
 from graphmem.errors import GraphmemError, InvalidInput
+from graphmem.process import pid_alive
 
 app = typer.Typer()
 db_app = typer.Typer(no_args_is_help=True)
@@ -114,7 +115,7 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     if holder.exists():
         info = json.loads(holder.read_text(encoding="utf-8") or "{}")
         pid = info.get("pid")
-        alive = pid is not None and _alive(int(pid))
+        alive = pid is not None and pid_alive(int(pid))
         check(
             "lock holder",
             True,
@@ -123,11 +124,23 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     else:
         check("lock holder", True, "none")
     try:
+        from graphmem.daemon.client import connect
         from graphmem.service import GraphMemory
 
-        with GraphMemory(settings) as gm:
-            status = gm.db_status()
-            total = gm.stats().total
+        remote = connect(settings)
+        check(
+            "owner process",
+            True,
+            f"pid {remote.owner.pid}, socket {remote.owner.socket}"
+            if remote
+            else "none (commands open the store directly)",
+        )
+        api: MemoryAPI = remote or GraphMemory(settings)
+        try:
+            status = api.db_status()
+            total = api.stats().total
+        finally:
+            api.close()
         check("store opens", True, f"{settings.home}: {total} memories")
         check(
             "schema",
@@ -145,13 +158,3 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
             out.print(f"{mark} {c['check']}: {c['detail']}")
     if not ok:
         raise typer.Exit(4)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from graphmem.cli import admin, memories, serve
+from graphmem.cli import admin, daemon, memories, serve
 
 app = typer.Typer(
     name="graphmem",
@@ -16,6 +16,7 @@ app = typer.Typer(
 for module in (memories, admin, serve):
     app.registered_commands.extend(module.app.registered_commands)
 app.add_typer(admin.db_app, name="db", help="Schema status and migrations.")
+app.add_typer(daemon.app, name="daemon", help="The store's owner process.")
 
 
 def main() -> None:

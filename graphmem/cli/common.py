@@ -13,7 +13,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 from pydantic import BaseModel
 
-from graphmem.errors import GraphmemError
+from graphmem.api import MemoryAPI
+from graphmem.errors import GraphmemError, InvalidInput
 
 HomeOpt = Annotated[
     Path | None,
@@ -72,13 +73,32 @@ def handle_errors(as_json: bool) -> Iterator[None]:
 
 
 @contextmanager
-def opened(home: Path | None, as_json: bool, **overrides: Any) -> Iterator[Any]:
-    """Open the store for one command; settings are built here, at the entry point."""
+def opened(
+    home: Path | None,
+    as_json: bool,
+    *,
+    start_owner: bool = False,
+    overrides: dict[str, Any] | None = None,
+) -> Iterator[MemoryAPI]:
+    """The store for one command: through its owner process when one runs (or when asked to
+    start one), else opened here for this command only. Settings are built here, at the entry
+    point."""
+    from graphmem.daemon.client import connect
     from graphmem.service import GraphMemory
     from graphmem.settings import load_settings
 
     with handle_errors(as_json):
-        gm = GraphMemory(load_settings(home, overrides=overrides or None))
+        given = {k: v for k, v in (overrides or {}).items() if v is not None}
+        settings = load_settings(home, overrides=given or None)
+        gm: MemoryAPI | None = connect(settings, start=start_owner)
+        if gm is not None and any(k.startswith("embedding.") for k in given):
+            gm.close()
+            raise InvalidInput(
+                "an owner process serves this store with its own embedding settings; "
+                "stop it first (graphmem daemon stop) to use other ones"
+            )
+        if gm is None:
+            gm = GraphMemory(settings)
         try:
             yield gm
         finally:

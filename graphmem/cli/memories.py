@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened, short
 from graphmem.errors import InvalidInput
 from graphmem.models import Memory, RecallResult
+from graphmem.transfer import export_jsonl, import_jsonl
 
 app = typer.Typer()
 out = Console(highlight=False, soft_wrap=True)
@@ -302,14 +303,17 @@ def export(
     """Export every memory as JSON lines (lossless; import reads it back)."""
     with opened(home, as_json) as gm:
         if path is None:
-            count = gm.export_jsonl(sys.stdout)
-        else:
+            export_jsonl(gm, sys.stdout)
+            return
+        try:
             with path.open("w", encoding="utf-8") as handle:
-                count = gm.export_jsonl(handle)
-        if path is not None:
-            emit_json({"exported": count, "path": str(path)}) if as_json else out.print(
-                f"exported {count} memories to {path}"
-            )
+                count = export_jsonl(gm, handle)
+        except OSError as exc:
+            raise InvalidInput(f"cannot write {path}: {exc.strerror}", path=str(path)) from exc
+        if as_json:
+            emit_json({"exported": count, "path": str(path)})
+        else:
+            out.print(f"exported {count} memories to {path}")
 
 
 @app.command("import")
@@ -334,7 +338,8 @@ def import_(
             raise InvalidInput(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
         with _progress() as bar:
             task = bar.add_task("importing", total=len(lines))
-            report = gm.import_jsonl(
+            report = import_jsonl(
+                gm,
                 lines,
                 on_error="stop" if stop_on_error else "continue",
                 on_progress=lambda done, _: bar.update(task, completed=done),
@@ -359,7 +364,8 @@ def reembed(
     as_json: JsonOpt = False,
 ) -> None:
     """Embed every memory into the configured (or given) space; resumes after an interruption."""
-    with opened(home, as_json, **{"embedding.provider": provider, "embedding.model": model}) as gm:
+    embedding = {"embedding.provider": provider, "embedding.model": model}
+    with opened(home, as_json, overrides=embedding) as gm:
         with _progress() as bar:
             task = bar.add_task("embedding", total=None)
             report = gm.reembed(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -22,15 +23,32 @@ def serve(
         str | None, typer.Option("--host", help="HTTP bind address (default 127.0.0.1).")
     ] = None,
     port: Annotated[int | None, typer.Option("--port", help="HTTP port (default 8765).")] = None,
+    insecure_allow_unauthenticated: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-allow-unauthenticated",
+            help="Allow --http on a non-loopback --host without GRAPHMEM_HTTP_TOKEN: anyone who "
+            "can reach the port can read and write the store.",
+        ),
+    ] = False,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the MCP server (stdio by default); --json makes start-up errors JSON."""
-    from graphmem.mcp.server import serve_http, serve_stdio
+    from graphmem.mcp.http import serve_http
+    from graphmem.mcp.server import serve_stdio
 
-    with opened(home, as_json, http_host=host, http_port=port) as gm:
+    with opened(
+        home, as_json, start_owner=True, overrides={"http_host": host, "http_port": port}
+    ) as gm:
         if http:
-            serve_http(gm, host=gm.settings.http_host, port=gm.settings.http_port)
+            serve_http(
+                gm,
+                host=gm.settings.http_host,
+                port=gm.settings.http_port,
+                allow_unauthenticated=insecure_allow_unauthenticated,
+                announce=lambda line: print(line, file=sys.stderr, flush=True),
+            )
         else:
             serve_stdio(gm)
 

@@ -41,7 +41,7 @@ from graphmem.models import (
 )
 
 if TYPE_CHECKING:
-    from graphmem.service import GraphMemory
+    from graphmem.api import MemoryAPI as GraphMemory
 
 __all__ = [
     "SERVER_NAME",

@@ -106,8 +106,9 @@ def recall(
     candidates = {k: v for k, v in candidates.items() if k in rows}
     if matrix is not None and vector is not None:
         for cand in candidates.values():
-            if cand.cosine is None and cand.memory_id in positions:
-                cand.cosine = float(matrix[positions[cand.memory_id]] @ vector)
+            row = positions.get(cand.memory_id, len(matrix))
+            if cand.cosine is None and row < len(matrix):  # rows added since the snapshot: skip
+                cand.cosine = float(matrix[row] @ vector)
 
     scored = _score(query, candidates, rows, config)
     scored.sort(key=lambda pair: pair[1], reverse=True)

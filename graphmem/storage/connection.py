@@ -27,6 +27,7 @@ from graphmem.models import CypherResult, DbStatus, MigrationInfo, utcnow
 from graphmem.schema import Migration, migrations
 
 DB_FILE = "graph.kuzu"
+READ_CONNECTIONS = 4  # reads run beside the one writer, each on its own connection
 HOLDER_FILE = "holder.json"
 _TXN_CONTROL = re.compile(r"(^|;)\s*(BEGIN|COMMIT|ROLLBACK|CHECKPOINT)\b", re.IGNORECASE)
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
@@ -35,18 +36,14 @@ _AUTO_TXN_ONLY = re.compile(
 )
 
 
+# Kùzu's file lock does not stop a second Database on the same file in the same process, which
+# would corrupt it; so this process keeps its own list.
+_OPEN_HERE: set[Path] = set()
+_OPEN_HERE_LOCK = threading.Lock()
+
+
 def _is_lock_error(exc: Exception) -> bool:
     return "Could not set lock" in str(exc)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class KuzuConnection:
@@ -58,6 +55,10 @@ class KuzuConnection:
         self._conn = conn
         self._lock = threading.RLock()
         self._in_txn = False
+        self._txn_thread: int | None = None
+        self._read_idle: list[kuzu.Connection] = []
+        self._read_slots = threading.BoundedSemaphore(READ_CONNECTIONS)
+        self._read_guard = threading.Lock()
         self.write_generation = 0  # bumped by every write, so read caches know they are stale
         self._memo: dict[str, Any] = {}
 
@@ -70,11 +71,16 @@ class KuzuConnection:
             home.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create data dir {home}: {exc}", path=str(home)) from exc
+        key = home.resolve()
         deadline = time.monotonic() + lock_timeout
         delay = 0.05
         while True:
             try:
-                db = kuzu.Database(str(home / DB_FILE))
+                with _OPEN_HERE_LOCK:
+                    if key in _OPEN_HERE:
+                        raise RuntimeError("Could not set lock: already open in this process")
+                    db = kuzu.Database(str(home / DB_FILE))
+                    _OPEN_HERE.add(key)
                 break
             except RuntimeError as exc:
                 if not _is_lock_error(exc):
@@ -120,9 +126,20 @@ class KuzuConnection:
                     (self.home / HOLDER_FILE).unlink()
             except (OSError, ValueError):
                 pass
-            self._conn.close()
-            self._db.close()
-            self._db = None
+            for _ in range(READ_CONNECTIONS):  # wait for reads in flight
+                self._read_slots.acquire()
+            try:
+                for conn in self._read_idle:
+                    conn.close()
+                self._read_idle.clear()
+                self._conn.close()
+                self._db.close()
+                self._db = None
+                with _OPEN_HERE_LOCK:
+                    _OPEN_HERE.discard(self.home.resolve())
+            finally:
+                for _ in range(READ_CONNECTIONS):
+                    self._read_slots.release()
 
     @property
     def closed(self) -> bool:
@@ -142,6 +159,29 @@ class KuzuConnection:
             if isinstance(result, list):
                 result = result[-1]
             return [list(row) for row in result.get_all()]
+
+    def read(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """Run a read-only statement on a pooled connection, beside any write in progress.
+
+        Inside this thread's own transaction it uses the writer's connection instead, so a
+        transaction sees its own uncommitted rows."""
+        if self._txn_thread == threading.get_ident():
+            return self.execute(query, params)
+        with self._read_slots:
+            with self._read_guard:
+                if self._db is None:
+                    raise StorageError("store is closed", path=str(self.home))
+                conn = self._read_idle.pop() if self._read_idle else kuzu.Connection(self._db)
+            try:
+                result = conn.execute(query, params or {})
+                if isinstance(result, list):
+                    result = result[-1]
+                return [list(row) for row in result.get_all()]
+            except RuntimeError as exc:
+                raise StorageError(str(exc), query=query[:200]) from exc
+            finally:
+                with self._read_guard:
+                    self._read_idle.append(conn)
 
     def execute_many(self, query: str, rows: list[dict[str, Any]]) -> None:
         """Run one statement per parameter row, prepared once (preparing costs ~1 ms a call)."""
@@ -172,16 +212,19 @@ class KuzuConnection:
                 return
             self.execute("BEGIN TRANSACTION READ ONLY" if read_only else "BEGIN TRANSACTION")
             self._in_txn = True
+            self._txn_thread = threading.get_ident()
             try:
                 yield
             except BaseException:
                 self._in_txn = False
+                self._txn_thread = None
                 # Kùzu may already have rolled back the failed statement's transaction
                 with suppress(RuntimeError):
                     self._conn.execute("ROLLBACK")
                 self._on_rollback()
                 raise
             self._in_txn = False
+            self._txn_thread = None
             self.execute("COMMIT")
             self.write_generation += 1
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -75,9 +75,7 @@ def memory_to_row(memory: Memory) -> dict[str, Any]:
     return row
 
 
-def filter_clause(
-    filters: MemoryFilter, params: dict[str, Any], *, hide_archived: bool = True
-) -> str:
+def filter_clause(filters: MemoryFilter, params: dict[str, Any]) -> str:
     """A WHERE fragment over `m`; archived memories are hidden unless asked for."""
     conditions = []
     for field in ("type", "kind", "context", "service", "lifecycle"):
@@ -85,7 +83,7 @@ def filter_clause(
         if value is not None:
             conditions.append(f"m.{field} = $f_{field}")
             params[f"f_{field}"] = value
-    if filters.lifecycle is None and hide_archived:
+    if filters.lifecycle is None:
         conditions.append("m.lifecycle <> 'archived'")
     for i, tag in enumerate(filters.tags):
         conditions.append(f"list_contains(m.tags, $f_tag{i})")
@@ -143,21 +141,19 @@ class MemoryRepository(VectorTables):
         return len(memories)
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
-        rows = self.execute(
+        rows = self.read(
             "UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id", {"ids": list(ids)}
         )
         return {r[0] for r in rows}
 
     def get_memory(self, memory_id: str) -> Memory:
-        rows = self.execute(
-            f"MATCH (m:Memory {{id: $id}}) RETURN {RETURN_MEMORY}", {"id": memory_id}
-        )
+        rows = self.read(f"MATCH (m:Memory {{id: $id}}) RETURN {RETURN_MEMORY}", {"id": memory_id})
         if not rows:
             raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
         return row_to_memory(rows[0])
 
     def get_memories(self, ids: Sequence[str]) -> dict[str, Memory]:
-        rows = self.execute(
+        rows = self.read(
             f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}",
             {"ids": list(ids)},
         )
@@ -165,7 +161,7 @@ class MemoryRepository(VectorTables):
 
     def get_scoring_rows(self, ids: Sequence[str]) -> dict[str, ScoringRow]:
         """What recall scores candidates by, without building whole memories for all of them."""
-        rows = self.execute(
+        rows = self.read(
             "UNWIND $ids AS i MATCH (m:Memory {id: i}) "
             "RETURN m.id, m.title, m.created_at, m.importance, m.lifecycle, m.search_text",
             {"ids": list(ids)},
@@ -210,7 +206,7 @@ class MemoryRepository(VectorTables):
         if cursor:
             params["c_at"], params["c_id"] = _decode_cursor(cursor)
             where += " AND (m.created_at < $c_at OR (m.created_at = $c_at AND m.id < $c_id))"
-        rows = self.execute(
+        rows = self.read(
             f"MATCH (m:Memory) WHERE {where} RETURN {RETURN_MEMORY} "
             "ORDER BY m.created_at DESC, m.id DESC LIMIT $limit",
             params,
@@ -221,47 +217,45 @@ class MemoryRepository(VectorTables):
             memories=memories, next_cursor=_encode_cursor(memories[-1]) if more else None
         )
 
-    def iter_memories(self, filters: MemoryFilter, *, page: int = 1000) -> Iterator[Memory]:
-        """Every matching memory, archived ones included, oldest first, read in pages so exports
-        stay flat in memory."""
-        params: dict[str, Any] = {"limit": page}
-        where = filter_clause(filters, params, hide_archived=False)
-        skip = 0
-        while True:
-            params["skip"] = skip
-            rows = self.execute(
-                f"MATCH (m:Memory) WHERE {where} RETURN {RETURN_MEMORY} "
-                "ORDER BY m.created_at, m.id SKIP $skip LIMIT $limit",
-                params,
-            )
-            yield from (row_to_memory(r) for r in rows)
-            if len(rows) < page:
-                return
-            skip += page
+    def export_page(self, cursor: str | None, *, limit: int) -> MemoryPage:
+        """Every memory, archived ones included, oldest first, after the cursor."""
+        params: dict[str, Any] = {"limit": limit + 1}
+        where = "true"
+        if cursor:
+            params["c_at"], params["c_id"] = _decode_cursor(cursor)
+            where = "(m.created_at > $c_at OR (m.created_at = $c_at AND m.id > $c_id))"
+        rows = self.read(
+            f"MATCH (m:Memory) WHERE {where} RETURN {RETURN_MEMORY} "
+            "ORDER BY m.created_at, m.id LIMIT $limit",
+            params,
+        )
+        memories = [row_to_memory(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        return MemoryPage(
+            memories=memories, next_cursor=_encode_cursor(memories[-1]) if more else None
+        )
 
     def matching_ids(self, filters: MemoryFilter) -> set[str]:
         params: dict[str, Any] = {}
         where = filter_clause(filters, params)
-        return {r[0] for r in self.execute(f"MATCH (m:Memory) WHERE {where} RETURN m.id", params)}
+        return {r[0] for r in self.read(f"MATCH (m:Memory) WHERE {where} RETURN m.id", params)}
 
     def memory_count(self) -> int:
         """Cached until the next write: recall asks on every query."""
         key = ("memory_count", self.write_generation)
         if self._memo.get("memory_count", (None,))[0] != key:
-            total = self.execute("MATCH (m:Memory) RETURN count(*)")[0][0]
+            total = self.read("MATCH (m:Memory) RETURN count(*)")[0][0]
             self._memo["memory_count"] = (key, int(total))
         return int(self._memo["memory_count"][1])
 
     def all_memory_ids(self) -> set[str]:
-        return {r[0] for r in self.execute("MATCH (m:Memory) RETURN m.id")}
+        return {r[0] for r in self.read("MATCH (m:Memory) RETURN m.id")}
 
     def has_archived(self) -> bool:
         """Cached until the next write: recall asks on every query."""
         key = ("has_archived", self.write_generation)
         if self._memo.get("has_archived", (None,))[0] != key:
-            rows = self.execute(
-                "MATCH (m:Memory) WHERE m.lifecycle = 'archived' RETURN m.id LIMIT 1"
-            )
+            rows = self.read("MATCH (m:Memory) WHERE m.lifecycle = 'archived' RETURN m.id LIMIT 1")
             self._memo["has_archived"] = (key, bool(rows))
         return bool(self._memo["has_archived"][1])
 
@@ -269,6 +263,8 @@ class MemoryRepository(VectorTables):
         """BM25 over `search_text`; `text` must already be analysed (graphmem.text.query_text)."""
         if not text.strip():
             return []
+        # Under the writer's lock: an FTS query running beside a write to the indexed table
+        # corrupts Kùzu 0.11.3's heap (measured), while other reads may run in parallel.
         rows = self.execute(
             "CALL QUERY_FTS_INDEX('Memory', 'memory_fts', $q, conjunctive := false, top := $k) "
             "RETURN node.id, score",
@@ -278,7 +274,7 @@ class MemoryRepository(VectorTables):
 
     def stats(self, space: EmbeddingSpace) -> StoreStats:
         def counts(field: str) -> dict[str, int]:
-            rows = self.execute(f"MATCH (m:Memory) RETURN m.{field}, count(*)")
+            rows = self.read(f"MATCH (m:Memory) RETURN m.{field}, count(*)")
             return {str(k) if k is not None else "": int(v) for k, v in rows}
 
         by_type = counts("type")

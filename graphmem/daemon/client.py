@@ -1,0 +1,283 @@
+"""The client side of the owner process: find it, start it, stop it, and RemoteMemory, which
+serves the MemoryAPI over its socket so that a CLI call or a stdio MCP server never opens the
+database itself while an owner holds it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from graphmem.api import Filters, Progress
+from graphmem.daemon.paths import OwnerInfo, live_owner
+from graphmem.daemon.protocol import decode, dumps, encode, raise_error
+from graphmem.errors import StoreError
+from graphmem.models import (
+    CypherResult,
+    DbStatus,
+    ImportReport,
+    Memory,
+    MemoryInput,
+    MemoryPage,
+    RecallResult,
+    ReembedReport,
+    StoreStats,
+)
+from graphmem.process import pid_alive
+from graphmem.recall.config import RecallConfig
+from graphmem.settings import Settings
+
+LOG_FILE = "owner.log"
+START_LOCK = "owner.lock"
+
+
+@contextmanager
+def _start_lock(home: Path) -> Iterator[None]:
+    """Serialise owner start-ups: two clients starting at once must not race for the store."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / START_LOCK, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def start_owner(home: Path, *, timeout: float = 30.0) -> OwnerInfo:
+    """Return the running owner of `home`, starting a detached one if none runs."""
+    info = live_owner(home)
+    if info is not None:
+        return info
+    with _start_lock(home):
+        info = live_owner(home)
+        if info is not None:
+            return info
+        with open(home / LOG_FILE, "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "graphmem", "daemon", "run", "--home", str(home)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,  # outlives the client that started it
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = live_owner(home)
+            if info is not None:
+                return info
+            if process.poll() is not None:
+                raise StoreError(
+                    f"the owner process for {home} exited at start: {_log_tail(home)}",
+                    path=str(home),
+                )
+            time.sleep(0.05)
+        process.terminate()
+        raise StoreError(f"the owner process for {home} did not start within {timeout:.0f}s")
+
+
+def stop_owner(home: Path, *, timeout: float = 30.0) -> OwnerInfo | None:
+    """SIGTERM the owner and wait for it to drain and exit; returns what was stopped."""
+    info = live_owner(home)
+    if info is None:
+        return None
+    os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(info.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if pid_alive(info.pid):
+        raise StoreError(f"owner {info.pid} did not stop within {timeout:.0f}s", pid=info.pid)
+    return info
+
+
+def _log_tail(home: Path) -> str:
+    try:
+        lines = (home / LOG_FILE).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    return " | ".join(lines[-3:]) or "no log"
+
+
+class RemoteMemory:
+    """MemoryAPI served by the owner process; one connection, one request at a time."""
+
+    def __init__(self, settings: Settings, info: OwnerInfo) -> None:
+        self.settings = settings
+        self.owner = info
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._file: Any = None
+
+    @property
+    def path(self) -> Path:
+        return self.settings.home
+
+    def _connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.owner.socket)
+        except OSError as exc:
+            sock.close()
+            raise StoreError(f"cannot reach the owner process: {exc}", pid=self.owner.pid) from exc
+        self._sock, self._file = sock, sock.makefile("rwb")
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        request = {"id": next(self._ids), "method": method, "args": encode(list(args)),
+                   "kwargs": encode(kwargs)}  # fmt: skip
+        with self._lock:
+            if self._sock is None:
+                self._connect()
+            try:
+                self._file.write(dumps(request))
+                self._file.flush()
+                line = self._file.readline()
+            except OSError:
+                line = b""
+            if not line:
+                self.close()
+                raise StoreError(
+                    "the owner process went away during the request; check whether it was "
+                    "applied before repeating it",
+                    pid=self.owner.pid,
+                )
+        response = json.loads(line)
+        if "error" in response:
+            raise_error(response["error"])
+        return decode(response.get("result"))
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._file.close()
+                self._sock.close()
+            finally:
+                self._sock = self._file = None
+
+    def __enter__(self) -> RemoteMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- MemoryAPI --------------------------------------------------------------------------
+
+    def ping(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("ping")
+        return result
+
+    def remember(self, content: str, **fields: Any) -> Memory:
+        result: Memory = self._call("remember", content, **fields)
+        return result
+
+    def remember_many(
+        self,
+        items: Iterable[MemoryInput | Mapping[str, Any]],
+        *,
+        batch_size: int = 256,
+        on_progress: Progress | None = None,
+    ) -> list[Memory]:
+        batch = [i if isinstance(i, MemoryInput) else dict(i) for i in items]
+        stored: list[Memory] = []
+        for start in range(0, len(batch), batch_size):
+            stored += self._call("remember_many", batch[start : start + batch_size])
+            if on_progress:
+                on_progress(len(stored), len(batch))
+        return stored
+
+    def get(self, memory_id: str) -> Memory:
+        result: Memory = self._call("get", memory_id)
+        return result
+
+    def update(self, memory_id: str, **changes: Any) -> Memory:
+        result: Memory = self._call("update", memory_id, **changes)
+        return result
+
+    def delete(self, memory_id: str) -> None:
+        self._call("delete", memory_id)
+
+    def list(
+        self, filters: Filters = None, *, limit: int = 50, cursor: str | None = None
+    ) -> MemoryPage:
+        result: MemoryPage = self._call("list", _plain(filters), limit=limit, cursor=cursor)
+        return result
+
+    def stats(self) -> StoreStats:
+        result: StoreStats = self._call("stats")
+        return result
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        filters: Filters = None,
+        explain: bool = False,
+        recipe: str | RecallConfig | None = None,
+    ) -> RecallResult:
+        result: RecallResult = self._call(
+            "recall", query, limit=limit, filters=_plain(filters), explain=explain, recipe=recipe
+        )
+        return result
+
+    def cypher(
+        self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False
+    ) -> CypherResult:
+        result: CypherResult = self._call("cypher", query, dict(params or {}), write=write)
+        return result
+
+    def db_status(self) -> DbStatus:
+        result: DbStatus = self._call("db_status")
+        return result
+
+    def export_page(self, cursor: str | None = None, *, limit: int = 1000) -> MemoryPage:
+        result: MemoryPage = self._call("export_page", cursor, limit=limit)
+        return result
+
+    def import_jsonl(
+        self,
+        lines: Iterable[str],
+        *,
+        on_error: str = "continue",
+        batch_size: int = 256,
+        first_line: int = 1,
+        on_progress: Progress | None = None,
+    ) -> ImportReport:
+        result: ImportReport = self._call(
+            "import_jsonl", list(lines), on_error=on_error, batch_size=batch_size,
+            first_line=first_line,
+        )  # fmt: skip
+        return result
+
+    def reembed(
+        self, *, batch_size: int = 128, on_progress: Progress | None = None
+    ) -> ReembedReport:
+        result: ReembedReport = self._call("reembed", batch_size=batch_size)
+        if on_progress:
+            on_progress(result.embedded, result.embedded)
+        return result
+
+
+def _plain(filters: Filters) -> Any:
+    if filters is None or isinstance(filters, dict):
+        return filters
+    if isinstance(filters, Mapping):
+        return dict(filters)
+    return filters
+
+
+def connect(settings: Settings, *, start: bool = False) -> RemoteMemory | None:
+    """A client of the store's owner: the running one, or (with start=True) a new one."""
+    info = start_owner(settings.home) if start else live_owner(settings.home)
+    return None if info is None else RemoteMemory(settings, info)

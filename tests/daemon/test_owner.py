@@ -1,0 +1,242 @@
+"""The owner process: one holder of the store, many clients, nothing lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graphmem.daemon.client import RemoteMemory, connect, start_owner, stop_owner
+from graphmem.daemon.owner import Owner
+from graphmem.daemon.paths import live_owner, owner_file
+from graphmem.embeddings.hashing import HashEmbedder
+from graphmem.errors import InvalidInput, NotFound, StoreLocked
+from graphmem.process import pid_alive
+from graphmem.service import GraphMemory
+from graphmem.settings import load_settings
+
+
+def wait_for(predicate, timeout: float = 15.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def owner(tmp_path: Path) -> Iterator[Owner]:
+    """An owner serving a temp store from a thread of this process."""
+    settings = load_settings(tmp_path / "store", environ={}, overrides={"lock_timeout": 0.2})
+    served = Owner(GraphMemory(settings, embedder=HashEmbedder()))
+    thread = threading.Thread(target=served.serve, daemon=True)
+    thread.start()
+    assert wait_for(lambda: live_owner(served.home) is not None)
+    yield served
+    served.stop()
+    thread.join(timeout=15)
+    assert not thread.is_alive()
+
+
+def client(owner: Owner) -> RemoteMemory:
+    remote = connect(owner.gm.settings)
+    assert remote is not None
+    return remote
+
+
+def test_a_client_stores_and_recalls_through_the_owner(owner: Owner) -> None:
+    with client(owner) as remote:
+        memory = remote.remember("Deploys go through ArgoCD", tags=["deploy"], metadata={"n": 1})
+        hits = remote.recall("ArgoCD deploys", limit=3)
+        assert hits[0].memory.id == memory.id
+        assert hits[0].memory.metadata == {"n": 1}
+        assert remote.get(memory.id).tags == ["deploy"]
+
+
+def test_errors_keep_their_type_across_the_socket(owner: Owner) -> None:
+    with client(owner) as remote:
+        with pytest.raises(NotFound):
+            remote.get("no-such-id")
+        with pytest.raises(InvalidInput, match="importance"):
+            remote.remember("x", importance=7)
+        assert remote.stats().total == 0
+
+
+def test_the_store_cannot_be_opened_beside_its_owner(owner: Owner) -> None:
+    with pytest.raises(StoreLocked, match=str(os.getpid())):
+        GraphMemory(owner.gm.settings, embedder=HashEmbedder())
+
+
+def test_the_socket_is_private_to_its_user(owner: Owner) -> None:
+    mode = stat.S_IMODE(os.stat(owner.socket_path).st_mode)
+    assert mode == 0o600
+
+
+def test_concurrent_clients_lose_no_acknowledged_write(owner: Owner) -> None:
+    acknowledged: dict[str, str] = {}
+    failures: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            with client(owner) as remote:
+                for i in range(25):
+                    text = f"worker {worker} note {i} about queue q{i}"
+                    acknowledged[remote.remember(text).id] = text
+                    remote.recall(f"queue q{i}", limit=3)
+                    if i % 5 == 0:
+                        memory = remote.remember(f"temp {worker}-{i}")
+                        remote.update(memory.id, content=f"updated {worker}-{i}")
+                        acknowledged[memory.id] = f"updated {worker}-{i}"
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not failures
+    with client(owner) as remote:
+        for memory_id, text in acknowledged.items():
+            assert remote.get(memory_id).content == text
+
+
+def test_export_and_import_page_through_the_owner(owner: Owner, tmp_path: Path) -> None:
+    from graphmem.transfer import export_jsonl, import_jsonl
+
+    with client(owner) as remote:
+        remote.remember_many([{"content": f"note {i}"} for i in range(30)])
+        out = tmp_path / "dump.jsonl"
+        with out.open("w") as handle:
+            assert export_jsonl(remote, handle) == 30
+        report = import_jsonl(remote, out.read_text().splitlines() + ["{bad"])
+        assert (report.imported, report.skipped) == (0, 30)
+        assert report.errors[0]["line"] == 31
+
+
+def test_the_owner_exits_after_its_idle_timeout_once_clients_leave(tmp_path: Path) -> None:
+    settings = load_settings(tmp_path / "store", environ={}, overrides={"daemon_idle_timeout": 0.5})
+    served = Owner(GraphMemory(settings, embedder=HashEmbedder()))
+    thread = threading.Thread(target=served.serve, daemon=True)
+    thread.start()
+    assert wait_for(lambda: live_owner(served.home) is not None)
+    remote = connect(settings)
+    assert remote is not None
+    remote.remember("keeps the owner busy")
+    time.sleep(1.0)
+    assert thread.is_alive(), "an owner with a connected client must stay"
+    remote.close()
+    thread.join(timeout=15)
+    assert not thread.is_alive()
+    assert not owner_file(served.home).exists()
+    assert not Path(served.socket_path).exists()
+
+
+# -- the owner as a real background process ---------------------------------------------------
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "GRAPHMEM_HOME": str(tmp_path / "store"),
+        "GRAPHMEM_EMBEDDING_PROVIDER": "hash",
+        "GRAPHMEM_DAEMON_IDLE_TIMEOUT": "60",
+    }
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "graphmem", *args],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def background_owner(env: dict[str, str]) -> Iterator[int]:
+    started = cli(env, "daemon", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    pid = json.loads(started.stdout)["pid"]
+    yield pid
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_cli_commands_go_through_a_running_owner(
+    env: dict[str, str], background_owner: int
+) -> None:
+    stored = cli(env, "store", "--content", "Migration #47 broke the index", "--json")
+    assert stored.returncode == 0, stored.stderr
+    recalled = json.loads(cli(env, "recall", "#47", "--json").stdout)
+    assert recalled["hits"][0]["memory"]["content"] == "Migration #47 broke the index"
+    status = json.loads(cli(env, "daemon", "status", "--json").stdout)
+    assert status["running"] and status["pid"] == background_owner
+    assert status["requests"] >= 2
+    again = json.loads(cli(env, "daemon", "start", "--json").stdout)
+    assert again["pid"] == background_owner, "a second start must reuse the running owner"
+    missing = cli(env, "get", "nope")
+    assert missing.returncode == 3 and "Traceback" not in missing.stderr
+
+
+def test_sighup_reloads_live_settings(env: dict[str, str], background_owner: int) -> None:
+    home = Path(env["GRAPHMEM_HOME"])
+    (home / "config.toml").write_text('recall_recipe = "bm25"\n')
+    os.kill(background_owner, signal.SIGHUP)
+    settings = load_settings(home, environ={})
+
+    def recipe_is_bm25() -> bool:
+        remote = connect(settings)
+        assert remote is not None
+        with remote:
+            remote.remember("Deploys go through ArgoCD")
+            hits = remote.recall("ArgoCD deploys", explain=True).hits
+            return hits[0].explain is not None and hits[0].explain["recipe"] == "bm25"
+
+    assert wait_for(recipe_is_bm25)
+
+
+def test_sigterm_drains_and_a_killed_owner_is_cleaned_up(env: dict[str, str]) -> None:
+    home = Path(env["GRAPHMEM_HOME"])
+    settings = load_settings(home, environ={})
+    info = start_owner_with_env(env)
+    remote = connect(settings)
+    assert remote is not None
+    ids = [remote.remember(f"note {i}").id for i in range(20)]
+    remote.close()
+    stopped = stop_owner(home)
+    assert stopped is not None and stopped.pid == info
+    assert live_owner(home) is None
+    # a killed owner leaves its record behind; the next client notices and starts afresh
+    info = start_owner_with_env(env)
+    os.kill(info, signal.SIGKILL)
+    assert wait_for(lambda: not pid_alive(info))
+    assert wait_for(lambda: live_owner(home) is None)
+    assert not owner_file(home).exists()
+    with GraphMemory(settings, embedder=HashEmbedder()) as gm:
+        assert all(gm.get(i).content.startswith("note") for i in ids)
+
+
+def start_owner_with_env(env: dict[str, str]) -> int:
+    started = cli(env, "daemon", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    return int(json.loads(started.stdout)["pid"])
+
+
+def test_start_owner_reports_why_an_owner_could_not_start(tmp_path: Path) -> None:
+    home = tmp_path / "store"
+    home.mkdir()
+    (home / "config.toml").write_text("lock_timeout = 'not a number'\n")
+    with pytest.raises(Exception, match="exited at start"):
+        start_owner(home, timeout=30)
