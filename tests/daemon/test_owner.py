@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -119,7 +120,7 @@ def test_export_and_import_page_through_the_owner(owner: Owner, tmp_path: Path) 
         out = tmp_path / "dump.jsonl"
         with out.open("w") as handle:
             assert export_jsonl(remote, handle) == 30
-        report = import_jsonl(remote, out.read_text().splitlines() + ["{bad"])
+        report = import_jsonl(remote, [*out.read_text().splitlines(), "{bad"])
         assert (report.imported, report.skipped) == (0, 30)
         assert report.errors[0]["line"] == 31
 
@@ -168,10 +169,8 @@ def background_owner(env: dict[str, str]) -> Iterator[int]:
     assert started.returncode == 0, started.stderr
     pid = json.loads(started.stdout)["pid"]
     yield pid
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def test_cli_commands_go_through_a_running_owner(
