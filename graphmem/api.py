@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from graphmem.models import (
+    BackupInfo,
     CypherResult,
     DbStatus,
     ImportReport,
@@ -71,6 +72,8 @@ class MemoryAPI(Protocol):
     ) -> CypherResult: ...
 
     def db_status(self) -> DbStatus: ...
+
+    def backup(self, dest: str | Path) -> BackupInfo: ...
 
     def export_page(self, cursor: str | None = None, *, limit: int = 1000) -> MemoryPage: ...
 

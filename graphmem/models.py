@@ -262,3 +262,20 @@ class ReembedReport(BaseModel):
     total: int
     seconds: float
     resumed: bool = False
+
+
+class BackupInfo(BaseModel):
+    path: str
+    source: str
+    schema_version: int
+    memories: int
+    bytes: int
+    created_at: str
+    seconds: float = 0.0
+
+
+class RestoreReport(BaseModel):
+    path: str
+    backup: BackupInfo
+    previous_kept_at: str | None = None
+    stopped_owner_pid: int | None = None

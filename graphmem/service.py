@@ -19,6 +19,7 @@ from graphmem.embeddings.factory import make_embedder
 from graphmem.errors import EmbeddingError, InvalidInput
 from graphmem.ids import new_id
 from graphmem.models import (
+    BackupInfo,
     CypherResult,
     DbStatus,
     Hit,
@@ -37,6 +38,7 @@ from graphmem.models import (
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
 from graphmem.settings import Settings, load_settings
+from graphmem.storage.backup import take_backup
 from graphmem.storage.store import KuzuStore
 
 Progress = Callable[[int, int], None]
@@ -259,6 +261,10 @@ class GraphMemory:
 
     def db_status(self) -> DbStatus:
         return self.store.migration_status()
+
+    def backup(self, dest: str | Path) -> BackupInfo:
+        """A consistent copy of the store in a new directory, taken while it keeps serving."""
+        return take_backup(self.store, Path(dest))
 
     def export_page(self, cursor: str | None = None, *, limit: int = 1000) -> MemoryPage:
         """Every memory, archived ones included, oldest first, a page at a time (for export)."""

@@ -25,6 +25,7 @@ from graphmem.daemon.paths import OwnerInfo, live_owner
 from graphmem.daemon.protocol import decode, dumps, encode, raise_error
 from graphmem.errors import StoreError
 from graphmem.models import (
+    BackupInfo,
     CypherResult,
     DbStatus,
     ImportReport,
@@ -239,6 +240,10 @@ class RemoteMemory:
 
     def db_status(self) -> DbStatus:
         result: DbStatus = self._call("db_status")
+        return result
+
+    def backup(self, dest: str | Path) -> BackupInfo:
+        result: BackupInfo = self._call("backup", str(Path(dest).resolve()))
         return result
 
     def export_page(self, cursor: str | None = None, *, limit: int = 1000) -> MemoryPage:

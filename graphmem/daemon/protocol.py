@@ -23,7 +23,7 @@ from graphmem.recall.config import RecallConfig
 METHODS = frozenset(
     {
         "remember", "remember_many", "get", "update", "delete", "list", "stats", "recall",
-        "cypher", "db_status", "export_page", "import_jsonl", "reembed", "ping",
+        "cypher", "db_status", "backup", "export_page", "import_jsonl", "reembed", "ping",
     }
 )  # fmt: skip
 

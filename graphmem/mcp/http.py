@@ -126,7 +126,7 @@ def build_http_app(gm: GraphMemory, *, host: str = "127.0.0.1") -> Starlette:
     server = build_server(gm)
     health: dict[str, Any] = {"status": "ok", "version": graphmem_version()}
     if token is None and is_loopback(host):
-        health["store"] = str(gm.path)  # only where nobody else can ask
+        health["store"] = str(gm.path)  # loopback without a token: shown, as before
 
     async def _health(request: Request) -> Response:
         return JSONResponse(health)

@@ -49,7 +49,6 @@ __all__ = [
     "build_server",
     "error_text",
     "graphmem_version",
-    "serve_http",
     "serve_stdio",
 ]
 
@@ -455,18 +454,3 @@ def serve_stdio(gm: GraphMemory) -> None:
     """
     anyio.run(build_server(gm).run_stdio_async)
 
-
-def serve_http(
-    gm: GraphMemory,
-    host: str = "127.0.0.1",
-    port: int = 8765,
-    *,
-    log_level: str | None = None,
-) -> None:
-    """Serve `gm` over streamable HTTP at /mcp, with GET /health, until Ctrl-C or SIGTERM (blocks).
-
-    `log_level` is uvicorn's (default: the store's settings.log_level).
-    """
-    from graphmem.mcp.http import serve_http as _serve_http
-
-    _serve_http(gm, host, port, log_level=log_level)

@@ -228,6 +228,12 @@ class KuzuConnection:
             self.execute("COMMIT")
             self.write_generation += 1
 
+    @contextmanager
+    def writer_paused(self) -> Iterator[None]:
+        """Hold the writer's lock: no write starts or commits meanwhile; reads go on."""
+        with self._lock:
+            yield
+
     def _on_rollback(self) -> None:
         """Drop whatever the subclass caches from the database; called after a rollback."""
 

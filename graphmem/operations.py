@@ -1,0 +1,68 @@
+"""Operations on a whole store that need more than one open store: restore from a backup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphmem.daemon.client import stop_owner
+from graphmem.daemon.paths import live_owner
+from graphmem.errors import Conflict, SchemaError, StoreLocked
+from graphmem.models import RestoreReport
+from graphmem.schema import migrations
+from graphmem.service import GraphMemory
+from graphmem.settings import Settings
+from graphmem.storage.backup import read_manifest, restore_files
+from graphmem.storage.store import KuzuStore
+
+
+def restore(backup: Path, settings: Settings, *, force: bool = False) -> RestoreReport:
+    """Replace the store at settings.home with a backup.
+
+    Refused without `force` when the store is served by an owner or already holds memories; with
+    `force` the owner is stopped (it drains first) and the old database is kept beside the new one.
+    """
+    info = read_manifest(backup)
+    latest = migrations()[-1].version
+    if info.schema_version > latest:
+        raise SchemaError(
+            f"the backup has schema version {info.schema_version}, newer than this graphmem "
+            f"understands ({latest}); upgrade graphmem",
+            store_version=info.schema_version,
+        )
+    home = settings.home
+    stopped = None
+    owner = live_owner(home)
+    if owner is not None:
+        if not force:
+            raise Conflict(
+                f"store {home} is live (served by owner process {owner.pid}); "
+                "pass --force to stop it and restore",
+                pid=owner.pid,
+            )
+        stopped = stop_owner(home)
+    if (home / "graph.kuzu").exists():
+        try:
+            current = KuzuStore.open(home, lock_timeout=0)
+        except StoreLocked as exc:
+            raise Conflict(
+                f"{exc.message}; it cannot be restored while in use", **exc.fields
+            ) from exc
+        try:
+            count = current.memory_count() if "Memory" in current.table_names() else 0
+        finally:
+            current.close()
+        if count and not force:
+            raise Conflict(
+                f"store {home} holds {count} memories; pass --force to replace them "
+                "(the current database is kept beside the restored one)",
+                memories=count,
+            )
+    kept = restore_files(backup, home)
+    with GraphMemory(settings) as gm:  # opens, migrates and proves the restored file is sound
+        gm.db_status()
+    return RestoreReport(
+        path=str(home),
+        backup=info,
+        previous_kept_at=str(kept) if kept else None,
+        stopped_owner_pid=stopped.pid if stopped else None,
+    )
