@@ -38,7 +38,9 @@ def test_backup_while_writes_go_on_holds_a_consistent_store(tmp_path: Path) -> N
         def keep_writing() -> None:
             batch = 0
             while not done.is_set() and batch < 200:
-                writer_client.remember_many([{"content": f"batch {batch} note {i}"} for i in range(10)])
+                writer_client.remember_many(
+                    [{"content": f"batch {batch} note {i}"} for i in range(10)]
+                )
                 batch += 1
 
         writer = threading.Thread(target=keep_writing)
@@ -70,7 +72,9 @@ def backed_up(tmp_path: Path) -> Path:
     return tmp_path / "backup"
 
 
-def test_restore_refuses_to_overwrite_memories_without_force(tmp_path: Path, backed_up: Path) -> None:
+def test_restore_refuses_to_overwrite_memories_without_force(
+    tmp_path: Path, backed_up: Path
+) -> None:
     target = settings_for(tmp_path / "target")
     with GraphMemory(target, embedder=HashEmbedder()) as gm:
         kept = gm.remember("precious note").id
@@ -112,7 +116,9 @@ def test_backup_refuses_a_non_empty_target_and_a_path_inside_the_store(tmp_path:
             gm.backup(tmp_path / "s" / "inner")
 
 
-def test_restore_rejects_what_is_not_a_backup_or_is_too_new(tmp_path: Path, backed_up: Path) -> None:
+def test_restore_rejects_what_is_not_a_backup_or_is_too_new(
+    tmp_path: Path, backed_up: Path
+) -> None:
     with pytest.raises(InvalidInput, match="not a graphmem backup"):
         restore(tmp_path, settings_for(tmp_path / "t"))
     manifest = json.loads((backed_up / MANIFEST).read_text())

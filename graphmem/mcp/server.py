@@ -453,4 +453,3 @@ def serve_stdio(gm: GraphMemory) -> None:
     MCP messages may go to stdout; logs go to stderr.
     """
     anyio.run(build_server(gm).run_stdio_async)
-
