@@ -39,7 +39,24 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--queries", type=int, default=200)
     bench.add_argument("--embedding", default="local")
     bench.add_argument("--out", type=Path)
+    stress = sub.add_parser("stress", help="concurrent MCP clients and CLI processes on one store")
+    stress.add_argument("--mcp-clients", type=int, default=8)
+    stress.add_argument("--cli-workers", type=int, default=2)
+    stress.add_argument("--ops", type=int, default=500, help="operations per client")
+    stress.add_argument("--cli-ops", type=int, help="operations per CLI worker (default: --ops)")
+    stress.add_argument("--embedding", default="local")
+    stress.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+
+    if args.command == "stress":
+        from eval.stress import run_stress
+
+        _write(
+            run_stress(mcp_clients=args.mcp_clients, cli_workers=args.cli_workers, ops=args.ops,
+                       cli_ops=args.cli_ops, embedding=args.embedding),
+            args.out,
+        )  # fmt: skip
+        return 0
 
     embedder = make_embedder(EmbeddingConfig(provider=args.embedding))
     if args.command == "locomo":

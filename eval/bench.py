@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import random
 import resource
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from eval.metrics import percentile
 from graphmem import open_store
 from graphmem.embeddings.base import Embedder
 
@@ -94,11 +94,6 @@ def synthetic_memories(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return out
 
 
-def _percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
-
-
 def run_bench(n: int, queries: int, *, embedder: Embedder, single: int = 200) -> dict[str, Any]:
     memories = synthetic_memories(n)
     rng = random.Random(11)
@@ -132,8 +127,8 @@ def run_bench(n: int, queries: int, *, embedder: Embedder, single: int = 200) ->
             "single_store_memories_per_s": round(single_rate, 1),
             "batched_speedup": round(import_rate / single_rate, 2),
             "recall_queries": queries,
-            "recall_ms_p50": round(statistics.median(latencies), 2),
-            "recall_ms_p95": round(_percentile(latencies, 95), 2),
+            "recall_ms_p50": percentile(latencies, 50),
+            "recall_ms_p95": percentile(latencies, 95),
             "store_bytes": store_bytes,
             "store_bytes_per_memory": round(store_bytes / (n + single), 1),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),

@@ -13,5 +13,11 @@ def evidence_recall(ranked: Sequence[str], evidence: Sequence[str], k: int) -> f
     return sum(e in top for e in evidence) / len(evidence)
 
 
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile, rounded to 0.01."""
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))], 2)
+
+
 def mean(values: Sequence[float]) -> float:
     return round(sum(values) / len(values), 4) if values else 0.0

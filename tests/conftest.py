@@ -12,6 +12,19 @@ from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.service import GraphMemory, open_store
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _owners_exit_soon() -> Iterator[None]:
+    """An owner process started by a test (through `graphmem serve`, say) exits 5 s after its
+    last client leaves instead of 15 minutes, so no test leaves one behind."""
+    previous = os.environ.get("GRAPHMEM_DAEMON_IDLE_TIMEOUT")
+    os.environ["GRAPHMEM_DAEMON_IDLE_TIMEOUT"] = "5"
+    yield
+    if previous is None:
+        os.environ.pop("GRAPHMEM_DAEMON_IDLE_TIMEOUT", None)
+    else:
+        os.environ["GRAPHMEM_DAEMON_IDLE_TIMEOUT"] = previous
+
+
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
     return tmp_path / "store"

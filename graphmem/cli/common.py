@@ -83,22 +83,19 @@ def opened(
     """The store for one command: through its owner process when one runs (or when asked to
     start one), else opened here for this command only. Settings are built here, at the entry
     point."""
-    from graphmem.daemon.client import connect
-    from graphmem.service import GraphMemory
+    from graphmem.daemon.client import RemoteMemory, open_api
     from graphmem.settings import load_settings
 
     with handle_errors(as_json):
         given = {k: v for k, v in (overrides or {}).items() if v is not None}
         settings = load_settings(home, overrides=given or None)
-        gm: MemoryAPI | None = connect(settings, start=start_owner)
-        if gm is not None and any(k.startswith("embedding.") for k in given):
+        gm = open_api(settings, start=start_owner)
+        if isinstance(gm, RemoteMemory) and any(k.startswith("embedding.") for k in given):
             gm.close()
             raise InvalidInput(
                 "an owner process serves this store with its own embedding settings; "
                 "stop it first (graphmem daemon stop) to use other ones"
             )
-        if gm is None:
-            gm = GraphMemory(settings)
         try:
             yield gm
         finally:

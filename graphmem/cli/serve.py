@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened
+from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, opened
 
 app = typer.Typer()
 out = Console(highlight=False, soft_wrap=True)
@@ -35,12 +35,18 @@ def serve(
     as_json: JsonOpt = False,
 ) -> None:
     """Run the MCP server (stdio by default); --json makes start-up errors JSON."""
-    from graphmem.mcp.http import serve_http
+    from graphmem.mcp.http import check_bind_security, serve_http
     from graphmem.mcp.server import serve_stdio
+    from graphmem.settings import load_settings
 
-    with opened(
-        home, as_json, start_owner=True, overrides={"http_host": host, "http_port": port}
-    ) as gm:
+    overrides = {"http_host": host, "http_port": port}
+    if http:  # refuse an unsafe bind before anything starts
+        with handle_errors(as_json):
+            settings = load_settings(home, overrides={k: v for k, v in overrides.items() if v})
+            check_bind_security(
+                settings.http_host, settings.http_token, insecure_allow_unauthenticated
+            )
+    with opened(home, as_json, start_owner=True, overrides=overrides) as gm:
         if http:
             serve_http(
                 gm,

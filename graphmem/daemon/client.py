@@ -20,10 +20,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from graphmem.api import Filters, Progress
+from graphmem.api import Filters, MemoryAPI, Progress
 from graphmem.daemon.paths import OwnerInfo, live_owner
 from graphmem.daemon.protocol import decode, dumps, encode, raise_error
-from graphmem.errors import StoreError
+from graphmem.errors import StoreError, StoreLocked
 from graphmem.models import (
     BackupInfo,
     CypherResult,
@@ -280,6 +280,26 @@ def _plain(filters: Filters) -> Any:
     if isinstance(filters, Mapping):
         return dict(filters)
     return filters
+
+
+def open_api(settings: Settings, *, start: bool = False) -> MemoryAPI:
+    """The store for one caller: through its owner when one runs (or `start` asks for one), else
+    opened in this process. A store held by an owner that is still starting is waited for, so a
+    CLI call racing an owner's start-up never fails on the lock."""
+    from graphmem.service import GraphMemory
+
+    deadline = time.monotonic() + settings.lock_timeout
+    quick = settings.model_copy(update={"lock_timeout": 0.1})
+    while True:
+        remote = connect(settings, start=start)
+        if remote is not None:
+            return remote
+        try:
+            return GraphMemory(quick)
+        except StoreLocked:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 def connect(settings: Settings, *, start: bool = False) -> RemoteMemory | None:

@@ -55,10 +55,14 @@ _ERF_Q = (
 )
 # GELU(x) = x * (0.5 + 0.5 * erf(x / sqrt 2)). With u = clip(x, +-4 sqrt 2) and s = u^2 the
 # 1/sqrt 2 and the 0.5 fold into the coefficients: GELU(x) = x * (0.5 + u * P'(s) / Q'(s)).
+# Q' is made monic (its leading coefficient divided out of both), which saves one pass.
 _GELU_P = tuple(
-    np.float32(c * 0.5 ** (len(_ERF_P) - 1 - i) * 0.5 / math.sqrt(2)) for i, c in enumerate(_ERF_P)
+    np.float32(c * 0.5 ** (len(_ERF_P) - 1 - i) * 0.5 / math.sqrt(2) / (_ERF_Q[0] / 16))
+    for i, c in enumerate(_ERF_P)
 )
-_GELU_Q = tuple(np.float32(c * 0.5 ** (len(_ERF_Q) - 1 - i)) for i, c in enumerate(_ERF_Q))
+_GELU_Q = tuple(
+    np.float32(c * 0.5 ** (len(_ERF_Q) - 1 - i) / (_ERF_Q[0] / 16)) for i, c in enumerate(_ERF_Q)
+)
 _GELU_CLIP = np.float32(4.0 * math.sqrt(2.0))
 
 
@@ -94,11 +98,10 @@ def gelu_(h: F32, bias: F32 | None = None) -> F32:
             p += c
             p *= s
         p += _GELU_P[-1]
-        np.multiply(s, _GELU_Q[0], out=q)
-        for c in _GELU_Q[1:-1]:
-            q += c
+        np.add(s, _GELU_Q[1], out=q)  # _GELU_Q[0] is 1
+        for c in _GELU_Q[2:]:
             q *= s
-        q += _GELU_Q[-1]
+            q += c
         p *= u
         p /= q
         p += np.float32(0.5)

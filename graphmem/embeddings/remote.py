@@ -178,12 +178,15 @@ class RemoteEmbedder:
                 failure = self._error(
                     f"is unreachable ({type(exc).__name__}: {exc})",
                     attempts=attempt + 1,
-                    reason="connect",
+                    reason="network",
                 )
             else:
                 status = response.status_code
-                if status < 400:
+                if status < 300:
                     return self._json(response)
+                if status < 400:  # not followed: the key must not travel to another address
+                    where = response.headers.get("location", "elsewhere")
+                    raise self._error(f"redirects to {where}; configure that URL", status=status)
                 failure = self._http_error(response, attempt + 1)
                 if status != 429 and status < 500:
                     raise failure

@@ -152,7 +152,7 @@ def env(tmp_path: Path) -> dict[str, str]:
         **os.environ,
         "GRAPHMEM_HOME": str(tmp_path / "store"),
         "GRAPHMEM_EMBEDDING_PROVIDER": "hash",
-        "GRAPHMEM_DAEMON_IDLE_TIMEOUT": "60",
+        "GRAPHMEM_DAEMON_IDLE_TIMEOUT": "10",
     }
 
 

@@ -158,6 +158,14 @@ def test_a_401_raises_at_once_without_retrying() -> None:
     assert info.value.fields["provider"] == "openai"
 
 
+def test_a_redirect_is_reported_rather_than_followed() -> None:
+    reply = httpx.Response(301, headers={"location": "https://elsewhere.example/api/embed"})
+    server = FakeServer(reply)
+    with pytest.raises(EmbeddingError, match="elsewhere.example"):
+        make(OllamaEmbedder, server).embed(["x"])
+    assert len(server.requests) == 1
+
+
 def test_a_400_is_not_retried_and_shows_the_servers_reason() -> None:
     reply = httpx.Response(404, json={"error": 'model "nope" not found, try pulling it first'})
     server = FakeServer(reply)

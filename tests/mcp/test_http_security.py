@@ -217,6 +217,7 @@ def test_serve_http_refuses_a_non_loopback_host_before_binding(
 
 def _cli_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}
+    env["GRAPHMEM_DAEMON_IDLE_TIMEOUT"] = "5"  # the owner `serve` starts must not outlive the test
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = f"{REPO_ROOT}{os.pathsep}{path}" if path else str(REPO_ROOT)
     return {**env, "GRAPHMEM_EMBEDDING_PROVIDER": "hash", "GRAPHMEM_HOME": str(home), **extra}

@@ -393,14 +393,14 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVE_SCRIPT = """
 import sys
 from graphmem.embeddings.hashing import HashEmbedder
-from graphmem.mcp import server
+from graphmem.mcp import http, server
 from graphmem.service import open_store
 
 with open_store(sys.argv[2], embedder=HashEmbedder()) as gm:
     if sys.argv[1] == "stdio":
         server.serve_stdio(gm)
     else:
-        server.serve_http(gm, "127.0.0.1", int(sys.argv[3]))
+        http.serve_http(gm, "127.0.0.1", int(sys.argv[3]))
 print("store closed", file=sys.stderr)
 """
 
