@@ -4,9 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from graphmem.knowledge.models import (
+    BankView,
+    Citation,
+    DriftReport,
+    ProjectContext,
+    Timeline,
+)
 from graphmem.models import (
     BackupInfo,
     CypherResult,
@@ -27,7 +35,69 @@ Progress = Callable[[int, int], None]
 Filters = MemoryFilter | Mapping[str, Any] | None
 
 
-class MemoryAPI(Protocol):
+class KnowledgeAPI(Protocol):
+    """Knowledge over time (graphmem/knowledge/ops.py)."""
+
+    def mark_outdated(
+        self, memory_id: str, *, reason: str, superseded_by: str | None = None
+    ) -> Memory: ...
+
+    def merge_duplicates(
+        self, primary: str, duplicates: list[str], *, reason: str | None = None
+    ) -> Memory: ...
+
+    def promote_to_canonical(self, memory_id: str, *, owner: str) -> Memory: ...
+
+    def store_decision(self, **fields: Any) -> Memory: ...
+
+    def store_dead_end(self, **fields: Any) -> Memory: ...
+
+    def store_incident(self, **fields: Any) -> Memory: ...
+
+    def store_runbook(self, **fields: Any) -> Memory: ...
+
+    def store_postmortem(self, **fields: Any) -> Memory: ...
+
+    def search_runbooks(self, query: str, *, limit: int = 5) -> RecallResult: ...
+
+    def recall_similar_incidents(self, query: str, *, limit: int = 5) -> RecallResult: ...
+
+    def list_canonical_knowledge(
+        self, *, context: str | None = None, limit: int = 50
+    ) -> MemoryPage: ...
+
+    def recall_canonical_knowledge(self, query: str, *, limit: int = 10) -> RecallResult: ...
+
+    def summarize_project_context(
+        self, *, context: str | None = None, limit: int = 10
+    ) -> ProjectContext: ...
+
+    def project_bank_view(
+        self, view: str, *, context: str | None = None, limit: int = 50
+    ) -> BankView: ...
+
+    def recall_as_of(
+        self, query: str, *, as_of: datetime | str, limit: int = 10, filters: Filters = None
+    ) -> RecallResult: ...
+
+    def knowledge_timeline(
+        self, query: str | None = None, *, memory_id: str | None = None
+    ) -> Timeline: ...
+
+    def cite_source(self, memory_id: str, path: str, *, section: str | None = None) -> Citation: ...
+
+    def verify_entry(
+        self, memory_id: str, *, method: str, status: str, note: str | None = None
+    ) -> Memory: ...
+
+    def verification_candidates(
+        self, *, days: int = 90, min_importance: float = 0.7, limit: int = 50
+    ) -> MemoryPage: ...
+
+    def drift_scan(self) -> DriftReport: ...
+
+
+class MemoryAPI(KnowledgeAPI, Protocol):
     settings: Settings
 
     @property

@@ -154,12 +154,22 @@ class MemoryFilter(_Strict):
     service: str | None = None
     tags: list[str] = Field(default_factory=list)
     lifecycle: Lifecycle | None = None
+    as_of: datetime | None = Field(
+        default=None, description="only what was valid and recorded at this time"
+    )
 
     _tags = field_validator("tags", mode="before")(classmethod(lambda cls, v: _clean_tags(v)))
+    _as_of = field_validator("as_of", mode="before")(classmethod(lambda cls, v: parse_time(v)))
 
     def is_empty(self) -> bool:
         return not (
-            self.type or self.kind or self.context or self.service or self.tags or self.lifecycle
+            self.type
+            or self.kind
+            or self.context
+            or self.service
+            or self.tags
+            or self.lifecycle
+            or self.as_of
         )
 
 
@@ -182,6 +192,9 @@ class Memory(BaseModel):
     updated_at: datetime
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    owner: str | None = None
+    verified_at: datetime | None = None
+    verify_status: str | None = None
 
 
 class Hit(BaseModel):
@@ -190,6 +203,18 @@ class Hit(BaseModel):
     memory: Memory
     score: float
     explain: dict[str, Any] | None = None
+    superseded_by: str | None = Field(
+        default=None,
+        description="the newest version of this knowledge, when this one is superseded",
+    )
+
+
+class RecallWarning(BaseModel):
+    """Something the caller should know before acting on the hits."""
+
+    kind: Literal["dead_end", "degraded", "missing_vectors"]
+    message: str
+    memory: Memory | None = None
 
 
 class RecallResult(BaseModel):
@@ -197,7 +222,7 @@ class RecallResult(BaseModel):
 
     query: str
     hits: list[Hit] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[RecallWarning] = Field(default_factory=list)
     degraded: bool = False
     embedding_space: str | None = None
 

@@ -18,6 +18,7 @@ from graphmem.embeddings.base import Embedder
 from graphmem.embeddings.factory import make_embedder
 from graphmem.errors import EmbeddingError, InvalidInput
 from graphmem.ids import new_id
+from graphmem.knowledge.ops import KnowledgeOps
 from graphmem.models import (
     BackupInfo,
     CypherResult,
@@ -30,6 +31,7 @@ from graphmem.models import (
     MemoryPage,
     MemoryPatch,
     RecallResult,
+    RecallWarning,
     ReembedReport,
     StoreStats,
     parse_time,
@@ -37,6 +39,7 @@ from graphmem.models import (
 )
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
+from graphmem.recall.warnings import dead_end_warnings
 from graphmem.settings import Settings, load_settings
 from graphmem.storage.backup import take_backup
 from graphmem.storage.store import KuzuStore
@@ -72,7 +75,7 @@ def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryF
         raise InvalidInput(_validation_message(exc)) from exc
 
 
-class GraphMemory:
+class GraphMemory(KnowledgeOps):
     """A memory store: typed memories in a Kùzu graph, recalled by meaning and by exact words."""
 
     def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
@@ -217,22 +220,24 @@ class GraphMemory:
             else get_recipe(recipe or self.settings.recall_recipe)
         )
         query_vector = None
-        warnings: list[str] = []
+        warnings: list[RecallWarning] = []
         degraded = False
         if config.needs_vectors:
             try:
                 query_vector = self.embedder.embed_query(query)
             except EmbeddingError as exc:
                 degraded = True
-                warnings.append(f"embedding failed, keyword-only results: {exc.message}")
+                message = f"embedding failed, keyword-only results: {exc.message}"
+                warnings.append(RecallWarning(kind="degraded", message=message))
         space = self.embedder.space if query_vector is not None else None
         if space is not None:
             missing = self.store.memory_count() - len(self.store.vector_ids(space))
             if missing > 0:
-                warnings.append(
+                message = (
                     f"{missing} memories have no vector in {space.label} and can only be found "
                     "by keyword; run `graphmem reembed` to embed them"
                 )
+                warnings.append(RecallWarning(kind="missing_vectors", message=message))
         hits: list[Hit] = run_recall(
             self.store,
             query,
@@ -243,6 +248,12 @@ class GraphMemory:
             limit=limit,
             explain=explain,
         )
+        successors = self.store.newest_successors(
+            [h.memory.id for h in hits if h.memory.lifecycle == "superseded"]
+        )
+        for hit in hits:
+            hit.superseded_by = successors.get(hit.memory.id)
+        warnings += dead_end_warnings(self.store, hits, query_vector, space)
         return RecallResult(
             query=query,
             hits=hits,
@@ -355,7 +366,9 @@ class GraphMemory:
         )
 
 
-_KEPT_ON_IMPORT = ("id", "updated_at", "valid_to", "lifecycle", "confidence")
+_KEPT_ON_IMPORT = (
+    "id", "updated_at", "valid_to", "lifecycle", "confidence", "owner", "verified_at", "verify_status",
+)  # fmt: skip
 
 
 def _memory_from_json(line: str) -> Memory:
@@ -373,7 +386,7 @@ def _memory_from_json(line: str) -> Memory:
     if "updated_at" not in kept:
         kept["updated_at"] = memory.created_at
     try:
-        for key in ("updated_at", "valid_to"):
+        for key in ("updated_at", "valid_to", "verified_at"):
             kept[key] = parse_time(kept.get(key))
         return Memory.model_validate({**memory.model_dump(), **kept})
     except (ValidationError, ValueError) as exc:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graphmem.schema import migrations
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound
@@ -237,7 +238,7 @@ def test_stats_counts_by_type_kind_and_total(gm: GraphMemory) -> None:
     assert stats.vectors == 3
     assert stats.missing_vectors == 0
     assert stats.embedding_space == "hash:hash-v1/384"
-    assert stats.schema_version == 1
+    assert stats.schema_version == migrations()[-1].version
 
 
 # -- export / import --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened, short
@@ -144,30 +145,46 @@ def recall(
         str | None, typer.Option("--recipe", help="hybrid | bm25 | vector | rrf")
     ] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show every score component.")] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="DATE",
+            help="Recall what was known then: ISO date or date-time (superseded entries included).",
+        ),
+    ] = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall memories by meaning and by exact words."""
     with opened(home, as_json) as gm:
-        result = gm.recall(
-            query,
-            limit=limit,
-            filters=_filters(type_, kind, context, service, tags),
-            explain=explain,
-            recipe=recipe,
-        )
-        emit_json(result) if as_json else _show_recall(result, explain)
+        filters = _filters(type_, kind, context, service, tags)
+        if as_of is not None:
+            if explain or recipe:
+                raise InvalidInput("--as-of cannot be combined with --explain or --recipe")
+            result = gm.recall_as_of(query, as_of=as_of, limit=limit, filters=filters)
+        else:
+            result = gm.recall(query, limit=limit, filters=filters, explain=explain, recipe=recipe)
+        emit_json(result) if as_json else show_recall(result, explain)
 
 
-def _show_recall(result: RecallResult, explain: bool) -> None:
+def show_recall(result: RecallResult, explain: bool = False) -> None:
+    """Warnings (dead ends to avoid, degraded search) first, then one hit per line."""
     for warning in result.warnings:
-        out.print(f"[yellow]warning:[/yellow] {warning}")
+        out.print(f"[yellow]warning:[/yellow] {escape(warning.message)}")
+        if warning.memory is not None and warning.memory.id not in warning.message:
+            out.print(f"    see {warning.memory.id}", markup=False)
     if not result.hits:
         out.print("no memories found")
     for rank, hit in enumerate(result.hits, start=1):
         m = hit.memory
         when = m.created_at.strftime("%Y-%m-%d")
-        out.print(f"{rank:>2}. [bold]{hit.score:.3f}[/bold]  {m.id}  {m.type}/{m.kind}  {when}")
+        state = "" if m.lifecycle == "active" else f"  {m.lifecycle}"
+        successor = f"  (superseded by {hit.superseded_by})" if hit.superseded_by else ""
+        out.print(
+            f"{rank:>2}. [bold]{hit.score:.3f}[/bold]  {m.id}  {m.type}/{m.kind}  {when}"
+            f"{state}{successor}"
+        )
         out.print(
             f"    {short(m.title + ': ' + m.content if m.title else m.content)}", markup=False
         )

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,16 @@ def _log_tail(home: Path) -> str:
     return " | ".join(lines[-3:]) or "no log"
 
 
+def _forward(method: str) -> Callable[..., Any]:
+    """A RemoteMemory method that sends its arguments to the owner as they are."""
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._call(method, *args, **kwargs)
+
+    call.__name__ = method
+    return call
+
+
 class RemoteMemory:
     """MemoryAPI served by the owner process; one connection, one request at a time."""
 
@@ -124,6 +134,28 @@ class RemoteMemory:
     @property
     def path(self) -> Path:
         return self.settings.home
+
+    # knowledge over time: sent to the owner as they are (see KnowledgeAPI for signatures)
+    mark_outdated = _forward("mark_outdated")
+    merge_duplicates = _forward("merge_duplicates")
+    promote_to_canonical = _forward("promote_to_canonical")
+    store_decision = _forward("store_decision")
+    store_dead_end = _forward("store_dead_end")
+    store_incident = _forward("store_incident")
+    store_runbook = _forward("store_runbook")
+    store_postmortem = _forward("store_postmortem")
+    search_runbooks = _forward("search_runbooks")
+    recall_similar_incidents = _forward("recall_similar_incidents")
+    list_canonical_knowledge = _forward("list_canonical_knowledge")
+    recall_canonical_knowledge = _forward("recall_canonical_knowledge")
+    summarize_project_context = _forward("summarize_project_context")
+    project_bank_view = _forward("project_bank_view")
+    recall_as_of = _forward("recall_as_of")
+    knowledge_timeline = _forward("knowledge_timeline")
+    cite_source = _forward("cite_source")
+    verify_entry = _forward("verify_entry")
+    verification_candidates = _forward("verification_candidates")
+    drift_scan = _forward("drift_scan")
 
     def _connect(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

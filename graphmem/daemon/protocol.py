@@ -17,22 +17,30 @@ from typing import Any
 from pydantic import BaseModel
 
 from graphmem import errors, models
+from graphmem.api import KnowledgeAPI
+from graphmem.knowledge import models as knowledge_models
 from graphmem.recall.config import RecallConfig
 
 # What a client may call: the MemoryAPI methods, nothing private, nothing that closes the store.
+KNOWLEDGE_METHODS = tuple(
+    name for name, value in vars(KnowledgeAPI).items()
+    if callable(value) and not name.startswith("_")
+)  # fmt: skip
 METHODS = frozenset(
     {
         "remember", "remember_many", "get", "update", "delete", "list", "stats", "recall",
         "cypher", "db_status", "backup", "export_page", "import_jsonl", "reembed", "ping",
+        *KNOWLEDGE_METHODS,
     }
 )  # fmt: skip
 
 _MODELS: dict[str, type[BaseModel]] = {
     name: value
-    for name, value in vars(models).items()
+    for module in (models, knowledge_models)
+    for name, value in vars(module).items()
     if isinstance(value, type)
     and issubclass(value, BaseModel)
-    and value.__module__ == models.__name__
+    and value.__module__ == module.__name__
 }
 _MODELS["RecallConfig"] = RecallConfig
 _ERRORS: dict[str, type[errors.GraphmemError]] = {

@@ -1,4 +1,5 @@
-"""The graphmem MCP server: eight tools over one GraphMemory.
+"""The graphmem MCP server: the memory tools (here) and the knowledge tools (knowledge_tools.py)
+over one GraphMemory.
 
 Each tool parses its arguments (the SDK validates them against the type hints below, which also
 become the tool's input schema), calls exactly one GraphMemory method and returns the pydantic
@@ -67,6 +68,11 @@ content that stands on its own (name the files, services and errors a later sear
 memories that are wrong or unwanted.
 - list_memories browses by filter (newest first), memory_stats shows what the store holds, and \
 cypher_query answers read-only questions about the graph that the other tools cannot.
+- Before starting work, call summarize_project_context (canonical knowledge, then recent events). \
+Record engineering knowledge with store_decision, store_dead_end (when an approach failed, so \
+nobody tries it again), store_incident, store_runbook and store_postmortem; when something is no \
+longer true, mark_outdated it (with superseded_by when a newer memory replaces it) instead of \
+deleting it. Recall warns about related dead ends and points at successors (superseded_by).
 
 Memory types: episodic (what happened), semantic (facts), procedural (how to do something), \
 working (scratch for the current task). Kinds: note, decision, dead_end, incident, runbook, \
@@ -187,8 +193,10 @@ Example: {"content": "Pinned kuzu to 0.11: 0.12 changed FTS stemming and broke r
 RECALL_DESCRIPTION = """\
 Search memory by meaning and by exact words. Call it before starting a task, when you meet an \
 unfamiliar error, or before deciding something, to find earlier decisions, dead ends, facts and \
-runbooks. Returns `hits`, best first, each with the full `memory` and its `score`; `warnings` and \
-`degraded` tell you when results are keyword-only. Filters (type, kind, context, service, tags) \
+runbooks. Returns `hits`, best first, each with the full `memory`, its `score` and \
+`superseded_by` (the id of the newer version when this one was replaced: read that one); \
+`warnings` lists dead ends related to the query or the hits (do not repeat them) and says when \
+results are keyword-only (`degraded`). Filters (type, kind, context, service, tags) \
 narrow the search; every given filter must match. `explain=true` adds each hit's score components.
 
 Example: {"query": "why is the test database reset between runs", "limit": 5, "kind": "decision"}"""
@@ -432,6 +440,9 @@ def build_server(gm: GraphMemory) -> MCPServer:
         _tool(lock, memory_stats, STATS_DESCRIPTION, _hints("Memory statistics")),
         _tool(lock, cypher_query, CYPHER_DESCRIPTION, _hints("Read-only Cypher query")),
     ]
+    from graphmem.mcp.knowledge_tools import knowledge_tools  # it imports this module's helpers
+
+    tools += knowledge_tools(gm, lock)
     server: MCPServer = MCPServer(
         SERVER_NAME,
         title="graphmem memory store",

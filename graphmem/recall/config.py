@@ -32,9 +32,10 @@ class RecallConfig(BaseModel):
     w_recency: float = 0.02
     w_importance: float = 0.02
     recency_half_life_days: float = 30.0
+    canonical_relevance: float = Field(default=0.5, ge=0.0, le=1.0)
     lifecycle_factor: dict[str, float] = Field(
         default_factory=lambda: {
-            "canonical": 1.15,
+            "canonical": 1.2,
             "active": 1.0,
             "outdated": 0.6,
             "superseded": 0.5,

@@ -53,11 +53,16 @@ def _vector_candidates(
     return [(ids[i], float(sims[i])) for i in best if np.isfinite(sims[i])], rows, matrix
 
 
+MIN_SPREAD = 0.3  # cosine spread that min-max scaling may stretch to the full 0..1
+
+
 def _scaled(values: dict[str, float]) -> dict[str, float]:
-    """Min-max to 0..1 over the candidates; a single value or a flat list scales to 1."""
+    """Min-max to 0..1 over the candidates, but never stretching a spread smaller than
+    MIN_SPREAD: with a handful of candidates, two near-equal cosines must stay near-equal."""
     if not values:
         return {}
-    low, high = min(values.values()), max(values.values())
+    high = max(values.values())
+    low = min(min(values.values()), high - MIN_SPREAD)
     if high - low < 1e-9:
         return {k: 1.0 if high > 0 else 0.0 for k in values}
     return {k: (v - low) / (high - low) for k, v in values.items()}
@@ -110,8 +115,18 @@ def recall(
             if cand.cosine is None and row < len(matrix):  # rows added since the snapshot: skip
                 cand.cosine = float(matrix[row] @ vector)
 
-    scored = _score(query, candidates, rows, config)
+    # as of a past date there is no "superseded" yet: every version is judged as it stood then
+    judge = filters.as_of is None
+    scored = _score(query, candidates, rows, config, judge_lifecycle=judge)
     scored.sort(key=lambda pair: pair[1], reverse=True)
+    if judge and scored:
+        # canonical knowledge comes first whenever it is relevant at all (within a set share of
+        # the best score); the rest keep their order
+        bar = scored[0][1] * config.canonical_relevance
+        scored.sort(
+            key=lambda pair: rows[pair[0].memory_id].lifecycle == "canonical" and pair[1] >= bar,
+            reverse=True,
+        )
     memories = store.get_memories([cand.memory_id for cand, _ in scored[:limit]])
     hits = []
     for cand, score in scored[:limit]:
@@ -130,6 +145,8 @@ def _score(
     candidates: dict[str, Candidate],
     rows: dict[str, ScoringRow],
     config: RecallConfig,
+    *,
+    judge_lifecycle: bool = True,
 ) -> list[tuple[Candidate, float]]:
     parsed = parse_query(query)
     terms = content_terms(query)
@@ -159,7 +176,9 @@ def _score(
         age_days = max((now - memory.created_at).total_seconds() / 86400, 0.0)
         f["recency"] = math.pow(0.5, age_days / config.recency_half_life_days)
         f["importance"] = memory.importance
-        f["lifecycle"] = config.lifecycle_factor.get(memory.lifecycle, 1.0)
+        f["lifecycle"] = (
+            config.lifecycle_factor.get(memory.lifecycle, 1.0) if judge_lifecycle else 1.0
+        )
         if config.fusion == "rrf":
             base = sum(
                 1.0 / (config.rrf_k + rank + 1)

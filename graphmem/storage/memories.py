@@ -38,10 +38,13 @@ _FIELDS = (
     "updated_at",
     "valid_from",
     "valid_to",
+    "owner",
+    "verified_at",
+    "verify_status",
 )
 RETURN_MEMORY = ", ".join(f"m.{f}" for f in _FIELDS)
 _SET_FIELDS = [f for f in _FIELDS if f != "id"] + ["search_text"]
-_TIMES = {"created_at", "updated_at", "valid_from", "valid_to"}
+_TIMES = {"created_at", "updated_at", "valid_from", "valid_to", "verified_at"}
 
 
 def _param(field: str) -> str:
@@ -83,7 +86,13 @@ def filter_clause(filters: MemoryFilter, params: dict[str, Any]) -> str:
         if value is not None:
             conditions.append(f"m.{field} = $f_{field}")
             params[f"f_{field}"] = value
-    if filters.lifecycle is None:
+    if filters.as_of is not None:
+        # what was believed then: valid at that moment and already recorded
+        conditions.append("(m.valid_from IS NULL OR m.valid_from <= $f_as_of)")
+        conditions.append("(m.valid_to IS NULL OR m.valid_to > $f_as_of)")
+        conditions.append("m.created_at <= $f_as_of")
+        params["f_as_of"] = filters.as_of
+    elif filters.lifecycle is None:
         conditions.append("m.lifecycle <> 'archived'")
     for i, tag in enumerate(filters.tags):
         conditions.append(f"list_contains(m.tags, $f_tag{i})")

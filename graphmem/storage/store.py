@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from graphmem.storage.memories import MemoryRepository
+from graphmem.storage.knowledge import KnowledgeRepository
 
 
-class KuzuStore(MemoryRepository):
-    """Connection, migrations, vectors and memories of one data dir (see the base classes)."""
+class KuzuStore(KnowledgeRepository):
+    """Connection, migrations, vectors, memories and knowledge links of one data dir."""

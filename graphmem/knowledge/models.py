@@ -1,0 +1,148 @@
+"""Models of knowledge over time: engineering records, timelines, verification and drift."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from graphmem.models import MAX_CONTENT_CHARS, Memory, MemoryPage
+
+DecisionStatus = Literal["proposed", "accepted", "rejected", "deprecated"]
+Severity = Literal["sev1", "sev2", "sev3", "sev4"]
+VerifyStatus = Literal["verified", "failed", "needs_update"]
+BankViewName = Literal[
+    "decisions", "runbooks", "incidents", "caveats", "migrations", "dead_ends",
+    "canonical_overview", "review_queue",
+]  # fmt: skip
+BANK_VIEWS: tuple[str, ...] = BankViewName.__args__  # type: ignore[attr-defined]
+
+_Text = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+
+
+class _Record(BaseModel):
+    """Fields every engineering record shares with a plain memory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(default=None, max_length=500)
+    tags: list[str] = Field(default_factory=list)
+    context: str | None = None
+    service: str | None = None
+    importance: float = Field(default=0.6, ge=0.0, le=1.0)
+    created_at: datetime | None = Field(default=None, description="when it happened or was decided")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strip(cls, value: object) -> object:
+        return value.strip() if isinstance(value, str) else value
+
+
+class DecisionRecord(_Record):
+    decision: str = _Text
+    rationale: str = _Text
+    consequences: str | None = None
+    status: DecisionStatus = "accepted"
+    avoids: list[str] = Field(
+        default_factory=list, description="ids of dead ends it steers clear of"
+    )
+
+
+class DeadEndRecord(_Record):
+    attempted_approach: str = _Text
+    why_failed: str = _Text
+    alternative: str | None = None
+
+
+class IncidentRecord(_Record):
+    summary: str = _Text
+    impact: str | None = None
+    root_cause: str | None = None
+    resolution: str | None = None
+    severity: Severity | None = None
+    occurred_at: datetime | None = None
+
+
+class RunbookRecord(_Record):
+    trigger: str = _Text
+    steps: list[str] = Field(min_length=1)
+    verification: str | None = None
+    rollback: str | None = None
+    cites: list[str] = Field(
+        default_factory=list, description="files or docs the runbook relies on"
+    )
+
+
+class PostmortemRecord(_Record):
+    summary: str = _Text
+    root_cause: str = _Text
+    action_items: list[str] = Field(default_factory=list)
+    incident_id: str | None = None
+
+
+class TimelineEntry(BaseModel):
+    memory: Memory
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
+    reason: str | None = None
+
+
+class Timeline(BaseModel):
+    """Versions of one piece of knowledge, oldest first."""
+
+    anchor_id: str
+    entries: list[TimelineEntry]
+
+
+class Citation(BaseModel):
+    memory_id: str
+    path: str
+    section: str | None = None
+    sha256: str | None = None
+
+
+class DriftItem(BaseModel):
+    memory_id: str
+    title: str | None
+    path: str
+    status: Literal["source_missing", "source_changed"]
+    recorded_sha256: str | None
+    current_sha256: str | None = None
+
+
+class DriftReport(BaseModel):
+    checked: int
+    items: list[DriftItem]
+
+
+class ProjectContext(BaseModel):
+    """Canonical knowledge first, then what happened lately."""
+
+    context: str | None
+    canonical: list[Memory]
+    recent: list[Memory]
+    counts: dict[str, int]
+
+
+class BankView(BaseModel):
+    view: BankViewName
+    memories: list[Memory]
+
+
+__all__ = [
+    "BANK_VIEWS",
+    "BankView",
+    "Citation",
+    "DeadEndRecord",
+    "DecisionRecord",
+    "DriftItem",
+    "DriftReport",
+    "IncidentRecord",
+    "MemoryPage",
+    "PostmortemRecord",
+    "ProjectContext",
+    "RunbookRecord",
+    "Timeline",
+    "TimelineEntry",
+]

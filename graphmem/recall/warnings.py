@@ -1,0 +1,55 @@
+"""Dead-end warnings: before an agent acts on recalled knowledge, tell it what already failed.
+
+A dead end is relevant when a decision among the hits avoids it, when it shares a context,
+service or tag with the hits, or when its meaning is close to the query's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from graphmem.embeddings.base import EmbeddingSpace
+from graphmem.models import Hit, Memory, RecallWarning
+from graphmem.storage.store import KuzuStore
+
+CLOSE_MEANING = 0.5  # cosine of the query to a dead end that counts as the same topic
+MAX_WARNINGS = 3
+
+
+def dead_end_warnings(
+    store: KuzuStore,
+    hits: list[Hit],
+    query_vector: npt.NDArray[np.float32] | None,
+    space: EmbeddingSpace | None,
+) -> list[RecallWarning]:
+    found: dict[str, Memory] = {h.memory.id: h.memory for h in hits if h.memory.kind == "dead_end"}
+    if hits:
+        for memory in store.dead_ends_near([h.memory for h in hits[:5]], limit=MAX_WARNINGS):
+            found.setdefault(memory.id, memory)
+    if query_vector is not None and space is not None and len(found) < MAX_WARNINGS:
+        ids = store.dead_end_ids()
+        _, rows, matrix = store.vectors(space)
+        close = [
+            (float(matrix[rows[i]] @ query_vector), i)
+            for i in ids
+            if i not in found and rows.get(i, len(matrix)) < len(matrix)
+        ]
+        close = sorted((c for c in close if c[0] >= CLOSE_MEANING), reverse=True)
+        if close:
+            extra = store.get_memories([i for _, i in close[: MAX_WARNINGS - len(found)]])
+            found.update(extra)
+    return [
+        RecallWarning(
+            kind="dead_end",
+            message=f"dead end {memory.id}: {memory.title or memory.content[:80]}"
+            + (f" (instead: {alt})" if (alt := _alternative(memory)) else ""),
+            memory=memory,
+        )
+        for memory in list(found.values())[:MAX_WARNINGS]
+    ]
+
+
+def _alternative(memory: Memory) -> str | None:
+    record = memory.metadata.get("record")
+    return record.get("alternative") if isinstance(record, dict) else None
