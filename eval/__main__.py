@@ -39,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--queries", type=int, default=200)
     bench.add_argument("--embedding", default="local")
     bench.add_argument("--out", type=Path)
+    kbench = sub.add_parser("bench-knowledge", help="timeline and as-of latency with chains")
+    kbench.add_argument("--memories", type=int, default=10_000)
+    kbench.add_argument("--chains", type=int, default=2_000)
+    kbench.add_argument("--queries", type=int, default=200)
+    kbench.add_argument("--embedding", default="local")
+    kbench.add_argument("--out", type=Path)
     stress = sub.add_parser("stress", help="concurrent MCP clients and CLI processes on one store")
     stress.add_argument("--mcp-clients", type=int, default=8)
     stress.add_argument("--cli-workers", type=int, default=2)
@@ -59,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     embedder = make_embedder(EmbeddingConfig(provider=args.embedding))
+    if args.command == "bench-knowledge":
+        from eval.bench_knowledge import run_knowledge_bench
+
+        result = run_knowledge_bench(args.memories, args.chains, args.queries, embedder=embedder)
+        _write(result, args.out)
+        return 0
     if args.command == "locomo":
         from eval.locomo import run
 

@@ -55,6 +55,7 @@ def turns(sample: dict[str, Any], *, captions: bool = True) -> list[dict[str, An
                 {
                     "content": text,
                     "created_at": when,
+                    "session_id": f"{sample['sample_id']}-s{n}",
                     "metadata": {"dia_id": dia_id, "session": n, "speaker": turn["speaker"]},
                 }
             )

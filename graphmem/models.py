@@ -100,6 +100,9 @@ class MemoryInput(_Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime | None = None
     valid_from: datetime | None = None
+    session_id: str | None = Field(
+        default=None, max_length=200, description="conversation or work session it came from"
+    )
 
     @field_validator("content")
     @classmethod
@@ -195,6 +198,7 @@ class Memory(BaseModel):
     owner: str | None = None
     verified_at: datetime | None = None
     verify_status: str | None = None
+    session_id: str | None = None
 
 
 class Hit(BaseModel):

@@ -466,7 +466,8 @@ def verify(
         m = gm.verify_entry(memory_id, method=method, status=status, note=note)
         if as_json:
             return emit_json(m)
-        out.print(f"{m.id}: {m.verify_status} ({method}) at {m.verified_at}", markup=False)
+        when = m.verified_at.isoformat(sep=" ", timespec="seconds") if m.verified_at else "-"
+        out.print(f"{m.id}: {m.verify_status} ({method}) at {when}", markup=False)
 
 
 @app.command("verify-candidates")

@@ -118,6 +118,8 @@ def recall(
     # as of a past date there is no "superseded" yet: every version is judged as it stood then
     judge = filters.as_of is None
     scored = _score(query, candidates, rows, config, judge_lifecycle=judge)
+    if config.w_neighbor > 0:
+        scored = _with_neighbours(store, scored, rows, config.w_neighbor)
     scored.sort(key=lambda pair: pair[1], reverse=True)
     if judge and scored:
         # canonical knowledge comes first whenever it is relevant at all (within a set share of
@@ -138,6 +140,35 @@ def recall(
             )
         )
     return hits
+
+
+def _with_neighbours(
+    store: KuzuStore,
+    scored: list[tuple[Candidate, float]],
+    rows: dict[str, ScoringRow],
+    weight: float,
+) -> list[tuple[Candidate, float]]:
+    """Lend each candidate part of the score of the memory stored just before or after it in
+    the same session: an answer often sits next to the question it answers."""
+    sessions = sorted({r.session_id for r in rows.values() if r.session_id})
+    if not sessions:
+        return scored
+    base = {cand.memory_id: score for cand, score in scored}
+    position: dict[str, tuple[list[str], int]] = {}
+    for members in store.session_order(sessions).values():
+        for index, memory_id in enumerate(members):
+            if memory_id in base:
+                position[memory_id] = (members, index)
+    out = []
+    for cand, score in scored:
+        best = 0.0
+        if cand.memory_id in position:
+            members, index = position[cand.memory_id]
+            around = members[max(index - 1, 0) : index] + members[index + 1 : index + 2]
+            best = max((base.get(m, 0.0) for m in around), default=0.0)
+        cand.features["neighbor"] = best
+        out.append((cand, score + weight * best))
+    return out
 
 
 def _score(
@@ -221,6 +252,7 @@ def _explain(cand: Candidate, filters: MemoryFilter, config: RecallConfig) -> di
             "title": config.w_title,
             "names": config.w_names,
             "date": config.w_date,
+            "neighbor": config.w_neighbor,
             "recency": config.w_recency,
             "importance": config.w_importance,
         },

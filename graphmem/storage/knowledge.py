@@ -95,23 +95,40 @@ class KnowledgeRepository(MemoryRepository):
                 )
 
     def newest_successors(self, ids: Sequence[str]) -> dict[str, str]:
-        """For each superseded id, the newest version at the end of its chain."""
-        rows = self.read(
-            f"UNWIND $ids AS i MATCH (o:Memory {{id: i}})<-[:SUPERSEDES*1..{MAX_CHAIN}]-(n:Memory) "
-            "WHERE NOT EXISTS { MATCH (:Memory)-[:SUPERSEDES]->(n) } RETURN i, n.id, n.created_at "
-            "ORDER BY n.created_at",
-            {"ids": list(ids)},
-        )
-        return {old: new for old, new, _ in rows}
+        """For each superseded id, the newest version at the end of its chain.
+
+        Followed one SUPERSEDES step per query: chains are short, and a variable-length match
+        with a NOT EXISTS filter costs tens of milliseconds in Kùzu 0.11.3 (measured)."""
+        newest: dict[str, str] = {}
+        frontier = {i: i for i in ids}  # where each start id has got to
+        for _ in range(MAX_CHAIN):
+            if not frontier:
+                break
+            rows = self.read(
+                "UNWIND $ids AS i MATCH (o:Memory {id: i})<-[:SUPERSEDES]-(n:Memory) "
+                "RETURN i, n.id ORDER BY n.created_at",
+                {"ids": sorted(set(frontier.values()))},
+            )
+            step = {old: new for old, new in rows}  # the latest successor wins
+            frontier = {start: step[at] for start, at in frontier.items() if at in step}
+            newest.update(frontier)
+        return newest
 
     def chain(self, memory_id: str) -> list[tuple[Memory, str | None, datetime | None, str | None]]:
         """Every version linked to the memory by SUPERSEDES, each with what replaced it."""
         self._require(memory_id)
-        rows = self.read(
-            f"MATCH (a:Memory {{id: $id}})-[:SUPERSEDES*0..{MAX_CHAIN}]-(m:Memory) "
-            f"WITH DISTINCT m OPTIONAL MATCH (n:Memory)-[s:SUPERSEDES]->(m) "
-            f"RETURN {RETURN_MEMORY}, n.id, s.at, s.reason",
+        linked = self.read(
+            f"MATCH (a:Memory {{id: $id}})-[:SUPERSEDES*1..{MAX_CHAIN}]->(o:Memory) RETURN o.id "
+            f"UNION MATCH (n:Memory)-[:SUPERSEDES*1..{MAX_CHAIN}]->(a:Memory {{id: $id}}) "
+            "RETURN n.id",
             {"id": memory_id},
+        )
+        ids = [memory_id, *(r[0] for r in linked)]
+        rows = self.read(
+            "UNWIND $ids AS i MATCH (m:Memory {id: i}) "
+            "OPTIONAL MATCH (n:Memory)-[s:SUPERSEDES]->(m) "
+            f"RETURN {RETURN_MEMORY}, n.id, s.at, s.reason",
+            {"ids": ids},
         )
         width = len(rows[0]) - 3 if rows else 0
         return [(row_to_memory(r[:width]), r[width], r[width + 1], r[width + 2]) for r in rows]

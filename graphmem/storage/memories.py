@@ -41,6 +41,7 @@ _FIELDS = (
     "owner",
     "verified_at",
     "verify_status",
+    "session_id",
 )
 RETURN_MEMORY = ", ".join(f"m.{f}" for f in _FIELDS)
 _SET_FIELDS = [f for f in _FIELDS if f != "id"] + ["search_text"]
@@ -122,6 +123,7 @@ class ScoringRow:
     importance: float
     lifecycle: str
     tokens: frozenset[str]  # the analysed search_text
+    session_id: str | None = None
 
 
 class MemoryRepository(VectorTables):
@@ -171,14 +173,25 @@ class MemoryRepository(VectorTables):
     def get_scoring_rows(self, ids: Sequence[str]) -> dict[str, ScoringRow]:
         """What recall scores candidates by, without building whole memories for all of them."""
         rows = self.read(
-            "UNWIND $ids AS i MATCH (m:Memory {id: i}) "
-            "RETURN m.id, m.title, m.created_at, m.importance, m.lifecycle, m.search_text",
+            "UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id, m.title, m.created_at, "
+            "m.importance, m.lifecycle, m.search_text, m.session_id",
             {"ids": list(ids)},
         )
         return {
-            r[0]: ScoringRow(r[0], r[1], r[2], r[3], r[4], frozenset((r[5] or "").split()))
+            r[0]: ScoringRow(r[0], r[1], r[2], r[3], r[4], frozenset((r[5] or "").split()), r[6])
             for r in rows
         }
+
+    def session_order(self, sessions: Sequence[str]) -> dict[str, list[str]]:
+        """The memories of each session in the order they were stored (ids are monotonic)."""
+        rows = self.read(
+            "MATCH (m:Memory) WHERE m.session_id IN $s RETURN m.session_id, m.id ORDER BY m.id",
+            {"s": list(sessions)},
+        )
+        order: dict[str, list[str]] = {}
+        for session, memory_id in rows:
+            order.setdefault(session, []).append(memory_id)
+        return order
 
     def update_memory(
         self,

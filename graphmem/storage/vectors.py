@@ -70,6 +70,7 @@ class VectorTables(KuzuConnection):
                 f"CREATE NODE TABLE {table}(id STRING PRIMARY KEY, vec FLOAT[{space.dim}])"
             )
             self._cache().pop(table, None)
+            self.schema_changed()
             info = {"provider": space.provider, "model": space.model, "dim": space.dim}
             self.meta_set(f"space:{space.name}", json.dumps(info))
 
@@ -90,7 +91,8 @@ class VectorTables(KuzuConnection):
             }
         )
         with self._lock:
-            self.execute(
+            # an arrow table cannot go through a prepared statement, hence query_result
+            self.query_result(
                 f"LOAD FROM $t CREATE (:{table_for(space)} {{id: id, vec: vec}})", {"t": table}
             )
             cached = self._cache().get(table_for(space))

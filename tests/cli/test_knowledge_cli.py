@@ -164,6 +164,29 @@ def test_drift_exits_0_and_names_a_changed_then_a_deleted_source(
     ]
 
 
+def test_knowledge_commands_work_the_same_through_the_owner_process(
+    env: dict[str, str], project: Path
+) -> None:
+    (project / "notes.md").write_text("sessions: postgres\n", encoding="utf-8")
+    started = run(env, "daemon", "start")
+    assert started.returncode == 0, started.stderr
+    try:
+        fact = stored(run(env, "decision", "--decision", "Sessions live in Postgres",
+                          "--rationale", "durable", "--json"))  # fmt: skip
+        assert run(env, "cite", fact["id"], "notes.md").returncode == 0
+        (project / "notes.md").write_text("sessions: redis\n", encoding="utf-8")
+
+        report = stored(run(env, "drift", "--json"))
+        timeline = stored(run(env, "timeline", "--id", fact["id"], "--json"))
+        context = stored(run(env, "context", "--json"))
+    finally:
+        run(env, "daemon", "stop")
+
+    assert [i["status"] for i in report["items"]] == ["source_changed"]
+    assert [e["memory"]["id"] for e in timeline["entries"]] == [fact["id"]]
+    assert [m["id"] for m in context["recent"]] == [fact["id"]]
+
+
 def test_outdated_of_an_unknown_id_exits_3_with_one_line(env: dict[str, str]) -> None:
     proc = run(env, "outdated", "01NOSUCHMEMORY0000000000000", "--reason", "gone")
 

@@ -202,6 +202,18 @@ async def test_mark_outdated_without_a_successor_makes_the_memory_outdated(
     assert retired["valid_to"] is not None
 
 
+async def test_an_outdated_memory_keeps_its_reason_in_the_timeline(client: Client) -> None:
+    fact = await call(client, "store_decision", decision="Staging runs on GKE", rationale="x")
+    await call(client, "mark_outdated", id=fact["id"], reason="staging moved to EKS")
+
+    timeline = await call(client, "knowledge_timeline", id=fact["id"])
+
+    (entry,) = timeline["entries"]
+    assert entry["memory"]["lifecycle"] == "outdated"
+    assert entry["superseded_by"] is None
+    assert entry["reason"] == "staging moved to EKS"
+
+
 async def test_recall_points_a_superseded_hit_at_its_successor(client: Client) -> None:
     old, new, _ = await redis_then_postgres(client)
 
@@ -456,7 +468,11 @@ async def test_bank_views_hold_the_records_of_their_kind(client: Client) -> None
 async def test_a_limit_below_one_is_an_invalid_input_tool_error(
     client: Client, tool: str, arguments: dict[str, Any]
 ) -> None:
-    assert "invalid_input" in await fail(client, tool, **arguments)
+    await call(client, "store_decision", decision="Use pnpm", rationale="disk space")
+    fact = await call(client, "store_memory", content="Deploys go through ArgoCD")
+    await call(client, "promote_to_canonical", id=fact["id"], owner="platform-team")
+
+    assert "invalid_input" in await fail(client, tool, **arguments)  # as list_memories does
 
 
 async def test_an_unknown_bank_view_is_a_tool_error_listing_the_views(client: Client) -> None:
