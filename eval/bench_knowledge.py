@@ -3,6 +3,7 @@ into supersession chains; latency of knowledge_timeline and recall_as_of."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import sys
 import tempfile
@@ -41,7 +42,7 @@ def run_knowledge_bench(
         for c in range(chains):
             group = sorted(picks[c * chain_length : (c + 1) * chain_length])
             ids = [stored[i].id for i in group]
-            for older, newer in zip(ids, ids[1:], strict=False):
+            for older, newer in itertools.pairwise(ids):
                 gm.mark_outdated(older, reason=f"revised in chain {c}", superseded_by=newer)
             members.extend(ids)
         link_s = time.perf_counter() - started
