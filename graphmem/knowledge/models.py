@@ -67,6 +67,15 @@ class IncidentRecord(_Record):
 class RunbookRecord(_Record):
     trigger: str = _Text
     steps: list[str] = Field(min_length=1)
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_not_blank(cls, steps: list[str]) -> list[str]:
+        cleaned = [s.strip() for s in steps]
+        if not all(cleaned):
+            raise ValueError("every step needs text")
+        return cleaned
+
     verification: str | None = None
     rollback: str | None = None
     cites: list[str] = Field(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from graphmem.errors import InvalidInput
+from graphmem.errors import Conflict, InvalidInput
 from graphmem.knowledge.models import (
     BANK_VIEWS,
     BankView,
@@ -56,6 +56,11 @@ def _parse(model: type[R], fields: Mapping[str, Any]) -> R:
 
 def _lines(*parts: tuple[str, str | None]) -> str:
     return "\n".join(f"{label}: {value}" for label, value in parts if value)
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= 1000:
+        raise InvalidInput("limit must be between 1 and 1000", limit=limit)
 
 
 def _sha256(path: Path) -> str | None:
@@ -119,6 +124,11 @@ class KnowledgeOps:
         """Mark a memory as the canonical statement of its topic; it ranks first in recall."""
         if not owner or not owner.strip():
             raise InvalidInput("a canonical entry needs an owner")
+        current = self.get(memory_id)
+        if current.lifecycle in ("outdated", "superseded", "archived"):
+            newest = self.store.newest_successors([memory_id]).get(memory_id)
+            hint = f"; promote its newest version {newest}" if newest else ""
+            raise Conflict(f"{memory_id} is {current.lifecycle}{hint}", id=memory_id)
         self.store.set_fields(
             memory_id,
             {"lifecycle": "canonical", "owner": owner.strip(),
@@ -145,8 +155,7 @@ class KnowledgeOps:
     def store_decision(self, **fields: Any) -> Memory:
         """A decision with its rationale; `avoids` links the dead ends it steers clear of."""
         rec = _parse(DecisionRecord, fields)
-        for dead_end in rec.avoids:
-            self.get(dead_end)
+        self.store.check_dead_ends(rec.avoids)  # before anything is written
         memory = self._store_record(
             rec, kind="decision", type_="semantic", title=rec.decision[:80],
             content=_lines(("Decision", rec.decision), ("Why", rec.rationale),
@@ -213,6 +222,7 @@ class KnowledgeOps:
     def list_canonical_knowledge(
         self, *, context: str | None = None, limit: int = 50
     ) -> MemoryPage:
+        _check_limit(limit)
         return self.store.list_memories(
             MemoryFilter(lifecycle="canonical", context=context), limit=limit, cursor=None
         )
@@ -224,6 +234,7 @@ class KnowledgeOps:
         self, *, context: str | None = None, limit: int = 10
     ) -> ProjectContext:
         """Canonical knowledge first, then the latest active entries: what to read before work."""
+        _check_limit(limit)
         canonical = self.list_canonical_knowledge(context=context, limit=limit).memories
         recent = self.store.list_memories(
             MemoryFilter(lifecycle="active", context=context), limit=limit, cursor=None
@@ -235,6 +246,7 @@ class KnowledgeOps:
         self, view: str, *, context: str | None = None, limit: int = 50
     ) -> BankView:
         """A shelf of the project's knowledge bank (decisions, runbooks, incidents, ...)."""
+        _check_limit(limit)
         if view not in BANK_VIEWS:
             raise InvalidInput(f"unknown view {view!r}; known: {', '.join(BANK_VIEWS)}", view=view)
         live = "m.lifecycle IN ['active', 'canonical']"
@@ -272,7 +284,10 @@ class KnowledgeOps:
         filters: Filters = None,
     ) -> RecallResult:
         """What was believed at `as_of`: valid then and already recorded; later changes ignored."""
-        when = parse_time(as_of)
+        try:
+            when = parse_time(as_of)
+        except ValueError as exc:
+            raise InvalidInput(f"as_of: {exc}", as_of=str(as_of)) from exc
         if when is None:
             raise InvalidInput("as_of is required")
         given = filters.model_dump() if isinstance(filters, MemoryFilter) else dict(filters or {})
@@ -313,7 +328,9 @@ class KnowledgeOps:
             try:
                 raw = raw.resolve().relative_to(self.project_root.resolve())
             except ValueError:
-                return raw.as_posix()
+                raise InvalidInput(
+                    f"{path} is outside the project {self.project_root}", path=path
+                ) from None
         cleaned = PurePosixPath(os.path.normpath(raw.as_posix()))
         if cleaned.parts and cleaned.parts[0] == "..":
             raise InvalidInput(f"{path} is outside the project {self.project_root}", path=path)

@@ -33,6 +33,16 @@ class KnowledgeRepository(MemoryRepository):
         if new_id == old_id:
             raise InvalidInput("a memory cannot supersede itself", id=old_id)
         self._require(old_id, *([new_id] if new_id else []))
+        already = self.read(
+            "MATCH (o:Memory {id: $old}) OPTIONAL MATCH (n:Memory)-[:SUPERSEDES]->(o) RETURN n.id",
+            {"old": old_id},
+        )
+        if already and already[0][0] is not None:
+            raise Conflict(
+                f"{old_id} is already superseded by {already[0][0]}; supersede that one instead",
+                id=old_id,
+                superseded_by=already[0][0],
+            )
         if (
             new_id
             and self.read(
@@ -74,18 +84,22 @@ class KnowledgeRepository(MemoryRepository):
                 self.execute(
                     "MATCH (d:Memory {id: $dup}), (k:Memory {id: $keep}) "
                     "MERGE (d)-[r:MERGED_INTO]->(k) SET r.at = $at, r.reason = $reason, "
-                    "d.lifecycle = 'archived', d.lifecycle_reason = $why, d.updated_at = $at",
+                    "d.lifecycle = 'archived', d.lifecycle_reason = $why, d.updated_at = $at, "
+                    "d.valid_to = CASE WHEN d.valid_to IS NULL THEN $at ELSE d.valid_to END",
                     {"dup": duplicate, "keep": primary, "at": at, "reason": reason or "",
                      "why": f"merged into {primary}"},
                 )  # fmt: skip
 
-    def link_avoids(self, decision_id: str, dead_end_ids: Sequence[str], *, at: datetime) -> None:
-        for dead_end in dead_end_ids:
+    def check_dead_ends(self, ids: Sequence[str]) -> None:
+        for dead_end in ids:
             kind = self.read("MATCH (m:Memory {id: $id}) RETURN m.kind", {"id": dead_end})
             if not kind:
                 raise NotFound(f"no memory with id {dead_end!r}", id=dead_end)
             if kind[0][0] != "dead_end":
                 raise InvalidInput(f"{dead_end} is a {kind[0][0]}, not a dead end", id=dead_end)
+
+    def link_avoids(self, decision_id: str, dead_end_ids: Sequence[str], *, at: datetime) -> None:
+        self.check_dead_ends(dead_end_ids)
         with self.transaction():
             for dead_end in dead_end_ids:
                 self.execute(
@@ -127,7 +141,8 @@ class KnowledgeRepository(MemoryRepository):
         rows = self.read(
             "UNWIND $ids AS i MATCH (m:Memory {id: i}) "
             "OPTIONAL MATCH (n:Memory)-[s:SUPERSEDES]->(m) "
-            f"RETURN {RETURN_MEMORY}, n.id, s.at, s.reason",
+            f"RETURN {RETURN_MEMORY}, n.id, coalesce(s.at, m.valid_to), "
+            "coalesce(s.reason, m.lifecycle_reason)",
             {"ids": ids},
         )
         width = len(rows[0]) - 3 if rows else 0

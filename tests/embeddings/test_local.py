@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphmem.embeddings import local
+from graphmem.embeddings import kernels, local
 from graphmem.embeddings.local import LocalEmbedder
 from graphmem.errors import EmbeddingError, InvalidInput
 
@@ -121,14 +121,14 @@ def test_a_model_dir_without_model_files_raises_embedding_error(tmp_path: Path) 
 def test_erf_is_accurate_to_1e_7() -> None:
     xs = np.linspace(-7, 7, 200_001)
     expected = np.array([math.erf(x) for x in xs])
-    assert np.abs(local.erf(xs) - expected).max() < 1e-7
+    assert np.abs(kernels.erf(xs) - expected).max() < 1e-7
 
 
 def test_gelu_matches_the_exact_erf_formula_in_float32() -> None:
     xs = np.linspace(-12, 12, 96_000, dtype=np.float32).reshape(300, 320)
     expected = np.array([0.5 * x * (1 + math.erf(x / math.sqrt(2))) for x in xs.ravel().tolist()])
-    got = local.gelu_(xs.copy()).ravel()
+    got = kernels.gelu_(xs.copy()).ravel()
     assert np.abs(got - expected).max() < 2e-6
     assert np.abs(got - expected).max() / 12 < 2e-7  # a few float32 ulps of the input scale
     bias = np.linspace(-1, 1, 320, dtype=np.float32)
-    np.testing.assert_allclose(local.gelu_(xs.copy(), bias), local.gelu_(xs + bias), atol=1e-7)
+    np.testing.assert_allclose(kernels.gelu_(xs.copy(), bias), kernels.gelu_(xs + bias), atol=1e-7)

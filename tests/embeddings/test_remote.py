@@ -161,7 +161,7 @@ def test_a_401_raises_at_once_without_retrying() -> None:
 def test_a_redirect_is_reported_rather_than_followed() -> None:
     reply = httpx.Response(301, headers={"location": "https://elsewhere.example/api/embed"})
     server = FakeServer(reply)
-    with pytest.raises(EmbeddingError, match="elsewhere.example"):
+    with pytest.raises(EmbeddingError, match=r"elsewhere\.example"):
         make(OllamaEmbedder, server).embed(["x"])
     assert len(server.requests) == 1
 

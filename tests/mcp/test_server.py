@@ -82,13 +82,15 @@ def error_text(result: CallToolResult) -> str:
     return " ".join(getattr(block, "text", "") for block in result.content)
 
 
-async def test_list_tools_offers_the_eight_tools_with_annotations_and_output_schemas(
+async def test_list_tools_offers_the_eight_memory_tools_with_annotations_and_output_schemas(
     client: Client,
 ) -> None:
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
 
-    assert set(tools) == TOOLS
+    assert set(tools) >= TOOLS
     for name, tool in tools.items():
+        if name not in TOOLS:
+            continue  # the knowledge tools have tests of their own
         assert tool.description, name
         assert tool.output_schema is not None, name
         assert tool.annotations is not None, name
@@ -377,7 +379,7 @@ async def test_http_server_serves_health_and_mcp_over_streamable_http(gm: GraphM
         with anyio.fail_after(30):
             async with Client(f"{base}{MCP_PATH}") as client:
                 names = {tool.name for tool in (await client.list_tools()).tools}
-                assert names == TOOLS
+                assert names >= TOOLS
                 stored = await call(client, "store_memory", content="Stored over HTTP")
                 fetched = await call(client, "get_memory", id=stored["id"])
                 assert fetched["content"] == "Stored over HTTP"
@@ -419,7 +421,7 @@ async def test_serve_stdio_speaks_mcp_on_stdin_and_stdout(tmp_path: Path) -> Non
     )
     with anyio.fail_after(60):
         async with Client(params) as client:
-            assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
+            assert {tool.name for tool in (await client.list_tools()).tools} >= TOOLS
             stored = await call(client, "store_memory", content="Stored over stdio")
             recalled = await call(client, "recall_memory", query="stored over stdio")
             assert recalled["hits"][0]["memory"]["id"] == stored["id"]
