@@ -248,11 +248,11 @@ class GraphMemory(KnowledgeOps):
             limit=limit,
             explain=explain,
         )
-        successors = self.store.newest_successors(
-            [h.memory.id for h in hits if h.memory.lifecycle == "superseded"]
-        )
-        for hit in hits:
-            hit.superseded_by = successors.get(hit.memory.id)
+        superseded = [h.memory.id for h in hits if h.memory.lifecycle == "superseded"]
+        if superseded:
+            successors = self.store.newest_successors(superseded)
+            for hit in hits:
+                hit.superseded_by = successors.get(hit.memory.id)
         warnings += dead_end_warnings(self.store, hits, query_vector, space)
         return RecallResult(
             query=query,

@@ -10,20 +10,14 @@ so that the forward pass does less work: fused QKV, pre-scaled queries, folded b
 from __future__ import annotations
 
 import math
-import os
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 
 from graphmem.embeddings.base import l2_normalise
-from graphmem.embeddings.kernels import CHUNK_ROWS, F32, add_layer_norm_, gelu_
-
-_GROUP_MAX = 16  # texts per attention group, so groups can be shared between threads
+from graphmem.embeddings.kernels import F32, add_layer_norm_, gelu_
 
 
 @dataclass(frozen=True)
@@ -61,9 +55,9 @@ class Weights:
     def from_bert(cls, w: Mapping[str, NDArray[np.generic]], *, layers: int, heads: int) -> Weights:
         """From BertModel state-dict names; raises KeyError for a missing weight.
 
-        Scaling queries by 1/sqrt(head_dim), a power of two here, is exact. Softmax ignores a
-        constant added to a row, so the key bias has no effect; its rows sum to one, so the
-        value bias passes straight through to the output projection.
+        Queries are scaled by 1/sqrt(head_dim) once here instead of every score later (only
+        rounding differs). Softmax ignores a constant added to a row, so the key bias has no
+        effect; its rows sum to one, so the value bias passes straight to the output projection.
         """
 
         def get(key: str) -> F32:
@@ -104,39 +98,6 @@ class Weights:
         )
 
 
-# BLAS already uses every core for the matrix products; the element-wise work between them is
-# single-threaded numpy, so it is split over helper threads (numpy releases the GIL inside its
-# loops).
-_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-_HELPERS = max(0, min(_CPUS, 4) - 1)
-_pool: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _in_parallel(jobs: Sequence[Callable[[], object]]) -> None:
-    """Run jobs on the helper threads and the calling one; re-raise the first failure."""
-    global _pool
-    if len(jobs) <= 1 or _HELPERS == 0:
-        for job in jobs:
-            job()
-        return
-    if _pool is None:
-        with _POOL_LOCK:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(_HELPERS, thread_name_prefix="graphmem-embed")
-    futures = [_pool.submit(job) for job in jobs[1:]]
-    jobs[0]()
-    for future in futures:
-        future.result()
-
-
-def _row_slices(rows: int) -> list[slice]:
-    """Split `rows` into one slice per thread, at multiples of the chunk size."""
-    parts = min(_HELPERS + 1, max(1, rows // CHUNK_ROWS))
-    step = -(-rows // parts)
-    return [slice(i, min(i + step, rows)) for i in range(0, rows, step)]
-
-
 @dataclass(frozen=True)
 class _Group:
     """Consecutive texts of a batch (ascending length), attended together, padded to `width`."""
@@ -150,16 +111,12 @@ class _Group:
     def width(self) -> int:
         return self.lengths[-1]
 
-    @property
-    def cost(self) -> int:
-        return len(self.lengths) * self.width * (self.width + 100)  # scores and the rest
-
 
 def _plan(lengths: NDArray[np.int64], offsets: NDArray[np.int64]) -> list[_Group]:
     """Split ascending lengths into runs whose padding to the run's longest stays small."""
     groups, lo = [], 0
     for hi in range(1, len(lengths) + 1):
-        if hi < len(lengths) and hi - lo < _GROUP_MAX and lengths[hi] <= lengths[lo] * 1.25 + 4:
+        if hi < len(lengths) and lengths[hi] <= lengths[lo] * 1.25 + 4:
             continue
         lens = lengths[lo:hi]
         mask = None
@@ -217,35 +174,10 @@ def _attend(qkv: F32, g: _Group, out: F32, heads: int, b_q: F32) -> None:
 
 
 def _attention(qkv: F32, plan: list[_Group], heads: int, b_q: F32) -> F32:
-    """Attention of every group, the groups shared out between the threads by cost."""
     out = np.empty((qkv.shape[0], qkv.shape[1] // 3), dtype=np.float32)
-    shares: list[list[_Group]] = [[] for _ in range(min(len(plan), _HELPERS + 1))]
-    loads = [0] * len(shares)
-    for g in sorted(plan, key=lambda g: -g.cost):  # greedy: biggest group to the idlest thread
-        i = loads.index(min(loads))
-        shares[i].append(g)
-        loads[i] += g.cost
-    _in_parallel([partial(_attend_all, qkv, share, out, heads, b_q) for share in shares])
-    return out
-
-
-def _attend_all(qkv: F32, groups: list[_Group], out: F32, heads: int, b_q: F32) -> None:
-    for g in groups:
+    for g in plan:
         _attend(qkv, g, out, heads, b_q)
-
-
-def _gelu(h: F32, bias: F32) -> F32:
-    _in_parallel([partial(gelu_, h[rows], bias) for rows in _row_slices(h.shape[0])])
-    return h
-
-
-def _layer_norm(x: F32, bias: F32 | None, residual: F32 | None, gamma: F32, beta: F32) -> F32:
-    jobs = [
-        partial(add_layer_norm_, x[r], bias, None if residual is None else residual[r], gamma, beta)
-        for r in _row_slices(x.shape[0])
-    ]
-    _in_parallel(jobs)
-    return x
+    return out
 
 
 def forward(model: Weights, ids: NDArray[np.int64], lengths: NDArray[np.int64]) -> F32:
@@ -256,12 +188,12 @@ def forward(model: Weights, ids: NDArray[np.int64], lengths: NDArray[np.int64]) 
     positions = np.arange(len(ids)) - np.repeat(offsets, lengths)
     x = model.word[ids]
     x += model.position[positions]
-    x = _layer_norm(x, None, None, model.ln_g, model.ln_b)
+    x = add_layer_norm_(x, None, None, model.ln_g, model.ln_b)
     for layer in model.layers:
         attn = _attention(x @ layer.w_qkv, plan, model.heads, layer.b_q) @ layer.w_out
-        x = _layer_norm(attn, layer.b_out, x, layer.ln1_g, layer.ln1_b)
-        h = _gelu(x @ layer.w_in, layer.b_in) @ layer.w_ffn_out
-        x = _layer_norm(h, layer.b_ffn_out, x, layer.ln2_g, layer.ln2_b)
+        x = add_layer_norm_(attn, layer.b_out, x, layer.ln1_g, layer.ln1_b)
+        h = gelu_(x @ layer.w_in, layer.b_in) @ layer.w_ffn_out
+        x = add_layer_norm_(h, layer.b_ffn_out, x, layer.ln2_g, layer.ln2_b)
     pooled = np.add.reduceat(x, offsets, axis=0)
     pooled /= lengths[:, None].astype(np.float32)
     return l2_normalise(pooled)

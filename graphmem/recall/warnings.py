@@ -23,16 +23,18 @@ def dead_end_warnings(
     query_vector: npt.NDArray[np.float32] | None,
     space: EmbeddingSpace | None,
 ) -> list[RecallWarning]:
+    dead_ends = store.dead_end_ids()
+    if not dead_ends:
+        return []
     found: dict[str, Memory] = {h.memory.id: h.memory for h in hits if h.memory.kind == "dead_end"}
     if hits:
         for memory in store.dead_ends_near([h.memory for h in hits[:5]], limit=MAX_WARNINGS):
             found.setdefault(memory.id, memory)
     if query_vector is not None and space is not None and len(found) < MAX_WARNINGS:
-        ids = store.dead_end_ids()
         _, rows, matrix = store.vectors(space)
         close = [
             (float(matrix[rows[i]] @ query_vector), i)
-            for i in ids
+            for i in dead_ends
             if i not in found and rows.get(i, len(matrix)) < len(matrix)
         ]
         close = sorted((c for c in close if c[0] >= CLOSE_MEANING), reverse=True)

@@ -44,6 +44,7 @@ _FIELDS = (
     "session_id",
 )
 RETURN_MEMORY = ", ".join(f"m.{f}" for f in _FIELDS)
+_FIELD_AT = {f: i for i, f in enumerate(_FIELDS)}
 _SET_FIELDS = [f for f in _FIELDS if f != "id"] + ["search_text"]
 _TIMES = {"created_at", "updated_at", "valid_from", "valid_to", "verified_at"}
 
@@ -123,7 +124,11 @@ class ScoringRow:
     importance: float
     lifecycle: str
     tokens: frozenset[str]  # the analysed search_text
-    session_id: str | None = None
+    session_id: str | None
+    raw: tuple[Any, ...]  # every Memory column, for row_to_memory
+
+    def memory(self) -> Memory:
+        return row_to_memory(self.raw)
 
 
 class MemoryRepository(VectorTables):
@@ -171,16 +176,21 @@ class MemoryRepository(VectorTables):
         return {row[0]: row_to_memory(row) for row in rows}
 
     def get_scoring_rows(self, ids: Sequence[str]) -> dict[str, ScoringRow]:
-        """What recall scores candidates by, without building whole memories for all of them."""
+        """What recall scores candidates by, in one round trip; whole Memory models are built
+        later, for the hits only (`ScoringRow.memory()`)."""
         rows = self.read(
-            "UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id, m.title, m.created_at, "
-            "m.importance, m.lifecycle, m.search_text, m.session_id",
+            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}, m.search_text",
             {"ids": list(ids)},
         )
+        at = _FIELD_AT
         return {
-            r[0]: ScoringRow(r[0], r[1], r[2], r[3], r[4], frozenset((r[5] or "").split()), r[6])
+            r[0]: ScoringRow(
+                r[0], r[at["title"]], r[at["created_at"]], r[at["importance"]],
+                r[at["lifecycle"]], frozenset((r[-1] or "").split()), r[at["session_id"]],
+                tuple(r[:-1]),
+            )
             for r in rows
-        }
+        }  # fmt: skip
 
     def session_order(self, sessions: Sequence[str]) -> dict[str, list[str]]:
         """The memories of each session in the order they were stored (ids are monotonic)."""

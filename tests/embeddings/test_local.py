@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
 import sys
 from pathlib import Path
 
@@ -93,6 +94,19 @@ def test_embed_query_returns_the_one_vector_of_the_text(embedder: LocalEmbedder)
 def test_two_embedders_share_one_loaded_model(embedder: LocalEmbedder) -> None:
     other = LocalEmbedder()
     assert local.load_model(other.model_dir) is local.load_model(embedder.model_dir)
+
+
+def _embed_in_child(texts: list[str]) -> np.ndarray:
+    return LocalEmbedder().embed(texts)
+
+
+@model
+def test_a_forked_child_can_still_embed(embedder: LocalEmbedder) -> None:
+    texts = ["a sentence long enough to make the encoder split its work"] * 40
+    expected = embedder.embed(texts)  # starts the helper threads, which a fork does not copy
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(_embed_in_child, (texts,)).get(timeout=120)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
 def test_the_space_names_the_model_and_its_dimension() -> None:
