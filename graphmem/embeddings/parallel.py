@@ -60,8 +60,11 @@ _saved_threads = 0
 _pool: ThreadPoolExecutor | None = None
 
 
-def _after_fork_in_child() -> None:  # the child has our objects but not the pool's threads
+def _after_fork_in_child() -> None:
+    """A child has our objects but none of their threads: forget the pool and any holders."""
     global _lock, _holders, _pool
+    if _holders and _BLAS is not None:  # forked during another thread's embed
+        _BLAS[0](_saved_threads)
     _lock, _holders, _pool = threading.Lock(), 0, None
 
 
