@@ -1,18 +1,18 @@
 """Embedding providers behind one protocol: a numpy MiniLM by default, hashing for tests, HTTP on request.
 
-Only the light modules load here; the model code and httpx load when a provider is built.
+Names load on first use: settings need only the config, and a CLI call served by the owner
+process never loads numpy, the model code or httpx.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from graphmem.embeddings.base import Embedder, EmbeddingSpace
-from graphmem.embeddings.config import EmbeddingConfig
-from graphmem.embeddings.factory import make_embedder
-from graphmem.embeddings.hashing import HashEmbedder
-
 if TYPE_CHECKING:
+    from graphmem.embeddings.base import Embedder, EmbeddingSpace
+    from graphmem.embeddings.config import EmbeddingConfig
+    from graphmem.embeddings.factory import make_embedder
+    from graphmem.embeddings.hashing import HashEmbedder
     from graphmem.embeddings.local import LocalEmbedder
     from graphmem.embeddings.remote import JinaEmbedder, OllamaEmbedder, OpenAIEmbedder
 
@@ -29,6 +29,11 @@ __all__ = [
 ]
 
 _LAZY = {
+    "Embedder": "graphmem.embeddings.base",
+    "EmbeddingSpace": "graphmem.embeddings.base",
+    "EmbeddingConfig": "graphmem.embeddings.config",
+    "make_embedder": "graphmem.embeddings.factory",
+    "HashEmbedder": "graphmem.embeddings.hashing",
     "LocalEmbedder": "graphmem.embeddings.local",
     "OllamaEmbedder": "graphmem.embeddings.remote",
     "OpenAIEmbedder": "graphmem.embeddings.remote",

@@ -3,7 +3,7 @@
 OpenBLAS splits each matrix product over the cores, but between products its idle workers spin,
 so the element-wise numpy work (a quarter of the encoder's time) runs on one core while the
 others wait. Encoding independent slices of a batch in our own threads, with BLAS single-
-threaded for that time, keeps every core busy: measured 204 -> 250 sentences/s on 2 cores.
+threaded for that time, keeps every core busy: measured 231 -> 292 sentences/s on 2 cores.
 
 The BLAS thread count is process-wide: other threads doing BLAS during an embed get one thread
 too, and the count is restored when the last embed ends. If the BLAS in use cannot be found

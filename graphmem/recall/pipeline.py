@@ -53,6 +53,7 @@ def _vector_candidates(
     return [(ids[i], float(sims[i])) for i in best if np.isfinite(sims[i])], rows, matrix
 
 
+WIDEN = 4  # how many more candidates to fetch when a filter will drop some
 MIN_SPREAD = 0.3  # cosine spread that min-max scaling may stretch to the full 0..1
 
 
@@ -79,28 +80,36 @@ def recall(
     limit: int,
     explain: bool,
 ) -> list[Hit]:
-    # list and recall hide archived memories unless asked; skip the id scan when nothing is hidden
+    # list and recall hide archived memories unless asked; filter only when something is hidden
     restricted = not filters.is_empty() or store.has_archived()
-    allowed = store.matching_ids(filters) if restricted else None
+
+    def passing(ids: list[str]) -> set[str]:
+        return store.filter_ids(ids, filters) if restricted else set(ids)
 
     candidates: dict[str, Candidate] = {}
     positions: dict[str, int] = {}
     matrix: npt.NDArray[np.float32] | None = None
     if vector is not None and space is not None and config.vector_candidates > 0:
+        want = config.vector_candidates
+        # filter after the scan, over a wider top; only a very selective filter needs the
+        # whole allowed set (its cost grows with the store, the post-filter's does not)
         found, positions, matrix = _vector_candidates(
-            store, vector, space, allowed, config.vector_candidates
+            store, vector, space, None, want * WIDEN if restricted else want
         )
-        for rank, (memory_id, sim) in enumerate(found):
+        keep = passing([i for i, _ in found])
+        found = [(i, s) for i, s in found if i in keep]
+        if restricted and len(found) < want and len(keep) < len(positions):
+            allowed = store.matching_ids(filters)
+            found, positions, matrix = _vector_candidates(store, vector, space, allowed, want)
+        for rank, (memory_id, sim) in enumerate(found[:want]):
             candidates[memory_id] = Candidate(memory_id, cosine=sim, vector_rank=rank)
 
     if config.needs_keywords:
         # FTS cannot filter, so ask for more when filters will drop some
-        top = config.keyword_candidates * (4 if allowed is not None else 1)
-        ranked = [
-            (mid, s)
-            for mid, s in store.keyword_search(query_text(query), top=top)
-            if allowed is None or mid in allowed
-        ][: config.keyword_candidates]
+        top = config.keyword_candidates * (2 if restricted else 1)
+        keyword_hits = store.keyword_search(query_text(query), top=top)
+        keep = passing([i for i, _ in keyword_hits])
+        ranked = [(m, s) for m, s in keyword_hits if m in keep][: config.keyword_candidates]
         for rank, (memory_id, score) in enumerate(ranked):
             cand = candidates.setdefault(memory_id, Candidate(memory_id))
             cand.bm25, cand.keyword_rank = score, rank

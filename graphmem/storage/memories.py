@@ -267,6 +267,17 @@ class MemoryRepository(VectorTables):
             memories=memories, next_cursor=_encode_cursor(memories[-1]) if more else None
         )
 
+    def filter_ids(self, ids: Sequence[str], filters: MemoryFilter) -> set[str]:
+        """Those of `ids` that pass the filters (cost grows with len(ids), not the store)."""
+        if not ids:
+            return set()
+        params: dict[str, Any] = {"ids": list(ids)}
+        where = filter_clause(filters, params)
+        rows = self.read(
+            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) WHERE {where} RETURN m.id", params
+        )
+        return {r[0] for r in rows}
+
     def matching_ids(self, filters: MemoryFilter) -> set[str]:
         params: dict[str, Any] = {}
         where = filter_clause(filters, params)
