@@ -82,42 +82,43 @@ def recall(
 ) -> list[Hit]:
     # list and recall hide archived memories unless asked; filter only when something is hidden
     restricted = not filters.is_empty() or store.has_archived()
+    only = filters if restricted else None
 
-    def passing(ids: list[str]) -> set[str]:
-        return store.filter_ids(ids, filters) if restricted else set(ids)
-
-    candidates: dict[str, Candidate] = {}
     positions: dict[str, int] = {}
     matrix: npt.NDArray[np.float32] | None = None
-    if vector is not None and space is not None and config.vector_candidates > 0:
-        want = config.vector_candidates
-        # filter after the scan, over a wider top; only a very selective filter needs the
-        # whole allowed set (its cost grows with the store, the post-filter's does not)
-        found, positions, matrix = _vector_candidates(
+    vector_hits: list[tuple[str, float]] = []
+    want = config.vector_candidates
+    if vector is not None and space is not None and want > 0:
+        # filter after the scan, over a wider top (cost grows with the candidates, not the store)
+        vector_hits, positions, matrix = _vector_candidates(
             store, vector, space, None, want * WIDEN if restricted else want
         )
-        keep = passing([i for i, _ in found])
-        found = [(i, s) for i, s in found if i in keep]
-        if restricted and len(found) < want and len(keep) < len(positions):
-            allowed = store.matching_ids(filters)
-            found, positions, matrix = _vector_candidates(store, vector, space, allowed, want)
-        for rank, (memory_id, sim) in enumerate(found[:want]):
-            candidates[memory_id] = Candidate(memory_id, cosine=sim, vector_rank=rank)
-
-    if config.needs_keywords:
-        # FTS cannot filter, so ask for more when filters will drop some
+    keyword_hits: list[tuple[str, float]] = []
+    if config.needs_keywords:  # FTS cannot filter either: ask for more when filters drop some
         top = config.keyword_candidates * (2 if restricted else 1)
         keyword_hits = store.keyword_search(query_text(query), top=top)
-        keep = passing([i for i, _ in keyword_hits])
-        ranked = [(m, s) for m, s in keyword_hits if m in keep][: config.keyword_candidates]
-        for rank, (memory_id, score) in enumerate(ranked):
-            cand = candidates.setdefault(memory_id, Candidate(memory_id))
-            cand.bm25, cand.keyword_rank = score, rank
+    if not vector_hits and not keyword_hits:
+        return []
+    # one round trip fetches the scoring rows of the candidates that pass the filters
+    rows = store.get_scoring_rows([i for i, _ in vector_hits + keyword_hits], only)
+    passed = [(i, s) for i, s in vector_hits if i in rows]
+    selective = restricted and len(passed) < want and len(vector_hits) == want * WIDEN
+    if selective and vector is not None and space is not None:
+        # a very selective filter: scan only the memories it allows
+        allowed = store.matching_ids(filters)
+        passed, positions, matrix = _vector_candidates(store, vector, space, allowed, want)
+        rows.update(store.get_scoring_rows([i for i, _ in passed if i not in rows], only))
 
+    candidates: dict[str, Candidate] = {}
+    for rank, (memory_id, sim) in enumerate(passed[:want]):
+        candidates[memory_id] = Candidate(memory_id, cosine=sim, vector_rank=rank)
+    ranked = [(i, s) for i, s in keyword_hits if i in rows][: config.keyword_candidates]
+    for rank, (memory_id, score) in enumerate(ranked):
+        cand = candidates.setdefault(memory_id, Candidate(memory_id))
+        cand.bm25, cand.keyword_rank = score, rank
     if not candidates:
         return []
-    rows = store.get_scoring_rows(list(candidates))
-    candidates = {k: v for k, v in candidates.items() if k in rows}
+    rows = {k: rows[k] for k in candidates}
     if matrix is not None and vector is not None:
         for cand in candidates.values():
             row = positions.get(cand.memory_id, len(matrix))

@@ -175,12 +175,17 @@ class MemoryRepository(VectorTables):
         )
         return {row[0]: row_to_memory(row) for row in rows}
 
-    def get_scoring_rows(self, ids: Sequence[str]) -> dict[str, ScoringRow]:
-        """What recall scores candidates by, in one round trip; whole Memory models are built
-        later, for the hits only (`ScoringRow.memory()`)."""
+    def get_scoring_rows(
+        self, ids: Sequence[str], filters: MemoryFilter | None = None
+    ) -> dict[str, ScoringRow]:
+        """What recall scores candidates by, for those that pass the filters, in one round
+        trip; whole Memory models are built later, for the hits only (`ScoringRow.memory()`)."""
+        params: dict[str, Any] = {"ids": list(dict.fromkeys(ids))}
+        where = filter_clause(filters, params) if filters is not None else "true"
         rows = self.read(
-            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}, m.search_text",
-            {"ids": list(ids)},
+            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) WHERE {where} "
+            f"RETURN {RETURN_MEMORY}, m.search_text",
+            params,
         )
         at = _FIELD_AT
         return {
@@ -266,17 +271,6 @@ class MemoryRepository(VectorTables):
         return MemoryPage(
             memories=memories, next_cursor=_encode_cursor(memories[-1]) if more else None
         )
-
-    def filter_ids(self, ids: Sequence[str], filters: MemoryFilter) -> set[str]:
-        """Those of `ids` that pass the filters (cost grows with len(ids), not the store)."""
-        if not ids:
-            return set()
-        params: dict[str, Any] = {"ids": list(ids)}
-        where = filter_clause(filters, params)
-        rows = self.read(
-            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) WHERE {where} RETURN m.id", params
-        )
-        return {r[0] for r in rows}
 
     def matching_ids(self, filters: MemoryFilter) -> set[str]:
         params: dict[str, Any] = {}
