@@ -15,7 +15,10 @@ Each class carries the exit code the CLI uses for it, so transports never keep t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class GraphmemError(Exception):
@@ -68,3 +71,16 @@ class SchemaError(StoreError):
 class EmbeddingError(GraphmemError):
     exit_code = 5
     code = "embedding_error"
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One line naming each rejected field and why, never echoing the values (they may be
+    secrets or megabytes of text)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}" for err in exc.errors()
+    )
+
+
+def check_limit(limit: int, *, most: int = 1000) -> None:
+    if not 1 <= limit <= most:
+        raise InvalidInput(f"limit must be between 1 and {most}", limit=limit)

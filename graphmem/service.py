@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from graphmem.embeddings.base import Embedder
 from graphmem.embeddings.factory import make_embedder
-from graphmem.errors import EmbeddingError, InvalidInput
+from graphmem.errors import EmbeddingError, InvalidInput, check_limit, validation_message
 from graphmem.ids import new_id
 from graphmem.knowledge.ops import KnowledgeOps
 from graphmem.models import (
@@ -47,21 +47,13 @@ from graphmem.storage.store import KuzuStore
 Progress = Callable[[int, int], None]
 
 
-def _validation_message(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "input"
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
-
-
 def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
     if isinstance(item, MemoryInput):
         return item
     try:
         return MemoryInput.model_validate(dict(item))
     except ValidationError as exc:
-        raise InvalidInput(_validation_message(exc)) from exc
+        raise InvalidInput(validation_message(exc)) from exc
 
 
 def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
@@ -72,7 +64,7 @@ def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryF
     try:
         return MemoryFilter.model_validate(dict(filters))
     except ValidationError as exc:
-        raise InvalidInput(_validation_message(exc)) from exc
+        raise InvalidInput(validation_message(exc)) from exc
 
 
 class GraphMemory(KnowledgeOps):
@@ -166,7 +158,7 @@ class GraphMemory(KnowledgeOps):
         try:
             patch = MemoryPatch.model_validate(changes)
         except ValidationError as exc:
-            raise InvalidInput(_validation_message(exc)) from exc
+            raise InvalidInput(validation_message(exc)) from exc
         given = patch.model_dump(exclude_unset=True, exclude_none=True)
         if not given:
             raise InvalidInput("nothing to update: give at least one field to change")
@@ -191,8 +183,7 @@ class GraphMemory(KnowledgeOps):
         cursor: str | None = None,
     ) -> MemoryPage:
         """Memories newest first; pass `next_cursor` back to get the following page."""
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("limit must be between 1 and 1000", limit=limit)
+        check_limit(limit)
         return self.store.list_memories(validate_filter(filters), limit=limit, cursor=cursor)
 
     def stats(self) -> StoreStats:
@@ -212,8 +203,7 @@ class GraphMemory(KnowledgeOps):
         """Hybrid recall: vector and BM25 candidates, scored by features, fused by a RecallConfig."""
         if not query or not query.strip():
             raise InvalidInput("query is empty")
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("limit must be between 1 and 1000", limit=limit)
+        check_limit(limit)
         config = (
             recipe
             if isinstance(recipe, RecallConfig)
@@ -279,8 +269,7 @@ class GraphMemory(KnowledgeOps):
 
     def export_page(self, cursor: str | None = None, *, limit: int = 1000) -> MemoryPage:
         """Every memory, archived ones included, oldest first, a page at a time (for export)."""
-        if not 1 <= limit <= 10_000:
-            raise InvalidInput("limit must be between 1 and 10000", limit=limit)
+        check_limit(limit, most=10_000)
         return self.store.export_page(cursor, limit=limit)
 
     def import_jsonl(
@@ -390,7 +379,7 @@ def _memory_from_json(line: str) -> Memory:
             kept[key] = parse_time(kept.get(key))
         return Memory.model_validate({**memory.model_dump(), **kept})
     except (ValidationError, ValueError) as exc:
-        message = _validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
+        message = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InvalidInput(message) from exc
 
 

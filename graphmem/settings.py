@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from graphmem.embeddings.config import EmbeddingConfig
-from graphmem.errors import InvalidInput
+from graphmem.errors import InvalidInput, validation_message
 
 DATA_DIR_NAME = ".graphmem"
 CONFIG_FILE = "config.toml"
@@ -135,7 +135,4 @@ def load_settings(
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
-        raise InvalidInput(f"invalid settings: {problems}") from exc
+        raise InvalidInput(f"invalid settings: {validation_message(exc)}") from exc

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from graphmem.errors import InvalidInput
+from graphmem.errors import InvalidInput, validation_message
 
 Provider = Literal["local", "hash", "ollama", "openai", "jina"]
 REMOTE_PROVIDERS: frozenset[str] = frozenset({"ollama", "openai", "jina"})
@@ -49,10 +49,8 @@ class EmbeddingConfig(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             # Built from locations and messages only: the rejected values may include the key.
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-            )
-            raise InvalidInput(f"invalid embedding config: {problems}") from None
+            message = validation_message(exc)
+            raise InvalidInput(f"invalid embedding config: {message}") from None
 
     @property
     def is_remote(self) -> bool:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from graphmem.errors import Conflict, InvalidInput
+from graphmem.errors import Conflict, InvalidInput, check_limit, validation_message
 from graphmem.knowledge.models import (
     BANK_VIEWS,
     BankView,
@@ -48,19 +48,11 @@ def _parse(model: type[R], fields: Mapping[str, Any]) -> R:
     try:
         return model.model_validate(dict(fields))
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InvalidInput(problems) from exc
+        raise InvalidInput(validation_message(exc)) from exc
 
 
 def _lines(*parts: tuple[str, str | None]) -> str:
     return "\n".join(f"{label}: {value}" for label, value in parts if value)
-
-
-def _check_limit(limit: int) -> None:
-    if not 1 <= limit <= 1000:
-        raise InvalidInput("limit must be between 1 and 1000", limit=limit)
 
 
 def _sha256(path: Path) -> str | None:
@@ -222,7 +214,7 @@ class KnowledgeOps:
     def list_canonical_knowledge(
         self, *, context: str | None = None, limit: int = 50
     ) -> MemoryPage:
-        _check_limit(limit)
+        check_limit(limit)
         return self.store.list_memories(
             MemoryFilter(lifecycle="canonical", context=context), limit=limit, cursor=None
         )
@@ -234,7 +226,7 @@ class KnowledgeOps:
         self, *, context: str | None = None, limit: int = 10
     ) -> ProjectContext:
         """Canonical knowledge first, then the latest active entries: what to read before work."""
-        _check_limit(limit)
+        check_limit(limit)
         canonical = self.list_canonical_knowledge(context=context, limit=limit).memories
         recent = self.store.list_memories(
             MemoryFilter(lifecycle="active", context=context), limit=limit, cursor=None
@@ -246,7 +238,7 @@ class KnowledgeOps:
         self, view: str, *, context: str | None = None, limit: int = 50
     ) -> BankView:
         """A shelf of the project's knowledge bank (decisions, runbooks, incidents, ...)."""
-        _check_limit(limit)
+        check_limit(limit)
         if view not in BANK_VIEWS:
             raise InvalidInput(f"unknown view {view!r}; known: {', '.join(BANK_VIEWS)}", view=view)
         live = "m.lifecycle IN ['active', 'canonical']"
