@@ -65,11 +65,6 @@ INITIALIZE = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @contextmanager
 def store(tmp_path: Path, **overrides: Any) -> Iterator[GraphMemory]:
     """A store whose settings come only from `overrides` (never from this process's env)."""

@@ -5,14 +5,14 @@ the hash embedder."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult
+from tool_calls import call, fail
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.mcp.server import build_server
@@ -36,11 +36,6 @@ DESTRUCTIVE = {"mark_outdated", "merge_duplicates"}
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     root.mkdir()
@@ -54,31 +49,6 @@ def gm(project: Path) -> Iterator[GraphMemory]:
         yield store
     finally:
         store.close()
-
-
-@pytest.fixture
-async def client(gm: GraphMemory) -> AsyncIterator[Client]:
-    async with Client(build_server(gm)) as connected:
-        yield connected
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    """Call a tool that must succeed; return its structured content."""
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, error_text(result)
-    assert isinstance(result.structured_content, dict)
-    return dict(result.structured_content)
-
-
-async def fail(client: Client, tool: str, **arguments: Any) -> str:
-    """Call a tool that must fail with a tool error; return the error text."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, f"{tool} succeeded: {result.structured_content}"
-    return error_text(result)
-
-
-def error_text(result: CallToolResult) -> str:
-    return " ".join(getattr(block, "text", "") for block in result.content)
 
 
 def now_iso() -> str:

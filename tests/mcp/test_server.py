@@ -14,14 +14,14 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult
+from tool_calls import call, fail
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.mcp.http import MCP_PATH, make_http_server
@@ -44,42 +44,12 @@ READ_ONLY = {"recall_memory", "get_memory", "list_memories", "memory_stats", "cy
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def gm(tmp_path: Path) -> Iterator[GraphMemory]:
     store = open_store(tmp_path / "store", embedder=HashEmbedder())
     try:
         yield store
     finally:
         store.close()
-
-
-@pytest.fixture
-async def client(gm: GraphMemory) -> AsyncIterator[Client]:
-    async with Client(build_server(gm)) as connected:
-        yield connected
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    """Call a tool that must succeed; return its structured content."""
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, error_text(result)
-    assert isinstance(result.structured_content, dict)
-    return dict(result.structured_content)
-
-
-async def fail(client: Client, tool: str, **arguments: Any) -> str:
-    """Call a tool that must fail with a tool error; return the error text."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, f"{tool} succeeded: {result.structured_content}"
-    return error_text(result)
-
-
-def error_text(result: CallToolResult) -> str:
-    return " ".join(getattr(block, "text", "") for block in result.content)
 
 
 async def test_list_tools_offers_the_eight_memory_tools_with_annotations_and_output_schemas(
