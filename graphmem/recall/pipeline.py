@@ -39,14 +39,19 @@ def _vector_candidates(
     space: EmbeddingSpace,
     allowed: set[str] | None,
     top: int,
+    mask: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[list[tuple[str, float]], dict[str, int], npt.NDArray[np.float32]]:
     ids, rows, matrix = store.vectors(space)
     if not ids or top <= 0:
         return [], rows, matrix
     sims = matrix @ vector
     if allowed is not None:
-        mask = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
-        sims = np.where(mask, sims, -np.inf)
+        listed = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
+        mask = listed if mask is None else mask & listed
+    if mask is not None:  # rows added since the mask was built are left out
+        keep = np.zeros(len(sims), dtype=bool)
+        keep[: len(mask)] = mask[: len(sims)]
+        sims = np.where(keep, sims, -np.inf)
     top = min(top, len(ids))
     best = np.argpartition(-sims, top - 1)[:top]
     best = best[np.argsort(-sims[best])]
@@ -88,10 +93,15 @@ def recall(
     matrix: npt.NDArray[np.float32] | None = None
     vector_hits: list[tuple[str, float]] = []
     want = config.vector_candidates
+    valid: npt.NDArray[np.bool_] | None = None
+    widen = restricted
     if vector is not None and space is not None and want > 0:
-        # filter after the scan, over a wider top (cost grows with the candidates, not the store)
+        if filters.as_of is not None:  # the as-of window is applied inside the scan
+            valid = store.valid_at_mask(space, filters.as_of)
+            widen = not filters.model_copy(update={"as_of": None}).is_empty()
+        # other filters run after the scan, over a wider top (cost grows with the candidates)
         vector_hits, positions, matrix = _vector_candidates(
-            store, vector, space, None, want * WIDEN if restricted else want
+            store, vector, space, None, want * WIDEN if widen else want, valid
         )
     keyword_hits: list[tuple[str, float]] = []
     if config.needs_keywords:  # FTS cannot filter either: ask for more when filters drop some
@@ -102,11 +112,11 @@ def recall(
     # one round trip fetches the scoring rows of the candidates that pass the filters
     rows = store.get_scoring_rows([i for i, _ in vector_hits + keyword_hits], only)
     passed = [(i, s) for i, s in vector_hits if i in rows]
-    selective = restricted and len(passed) < want and len(vector_hits) == want * WIDEN
+    selective = widen and len(passed) < want and len(vector_hits) == want * WIDEN
     if selective and vector is not None and space is not None:
         # a very selective filter: scan only the memories it allows
         allowed = store.matching_ids(filters)
-        passed, positions, matrix = _vector_candidates(store, vector, space, allowed, want)
+        passed, positions, matrix = _vector_candidates(store, vector, space, allowed, want, valid)
         rows.update(store.get_scoring_rows([i for i, _ in passed if i not in rows], only))
 
     candidates: dict[str, Candidate] = {}

@@ -277,6 +277,33 @@ class MemoryRepository(VectorTables):
         where = filter_clause(filters, params)
         return {r[0] for r in self.read(f"MATCH (m:Memory) WHERE {where} RETURN m.id", params)}
 
+    def valid_at_mask(self, space: EmbeddingSpace, when: datetime) -> npt.NDArray[np.bool_]:
+        """Which rows of the space's vector matrix were valid and recorded at `when`: the as-of
+        filter applied inside the vector scan, so an early date needs no wider candidate list.
+
+        The windows are read once per write generation (one query over every memory)."""
+        ids, _, _ = self.vectors(space)
+        key = ("validity", space.name, self.write_generation, len(ids))
+        if self._memo.get("validity", (None,))[0] != key:
+            at = self.vector_ids(space)
+            created = np.full(len(ids), np.datetime64("NaT"), dtype="datetime64[us]")
+            starts, ends = created.copy(), created.copy()
+            for memory_id, c, f, t in self.read(
+                "MATCH (m:Memory) RETURN m.id, m.created_at, m.valid_from, m.valid_to"
+            ):
+                row = at.get(memory_id)
+                if row is not None and row < len(ids):
+                    created[row], starts[row], ends[row] = c, f or "NaT", t or "NaT"
+            self._memo["validity"] = (key, (created, starts, ends))
+        created, starts, ends = self._memo["validity"][1]
+        moment = np.datetime64(when, "us")
+        mask: npt.NDArray[np.bool_] = (
+            (created <= moment)
+            & (np.isnat(starts) | (starts <= moment))
+            & (np.isnat(ends) | (ends > moment))
+        )
+        return mask
+
     def memory_count(self) -> int:
         """Cached until the next write: recall asks on every query."""
         key = ("memory_count", self.write_generation)

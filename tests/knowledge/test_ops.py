@@ -203,3 +203,34 @@ def test_bad_lifecycle_requests_change_nothing(gm: GraphMemory, history: dict[st
     with pytest.raises(InvalidInput, match="not a dead end"):
         gm.store_decision(decision="d", rationale="r", avoids=[history["redis"]])
     assert gm.get(history["postgres"]).lifecycle == "active"
+
+
+def test_a_hit_from_a_long_chain_points_to_the_newest_version_not_the_next(
+    gm: GraphMemory,
+) -> None:
+    versions = [
+        gm.remember(f"deploy window rule version {n}", created_at=f"2024-0{n}-01T00:00:00")
+        for n in (1, 2, 3, 4)
+    ]
+    for older, newer in zip(versions, versions[1:], strict=False):
+        gm.mark_outdated(older.id, reason="revised", superseded_by=newer.id)
+    hits = {h.memory.id: h for h in gm.recall("deploy window rule", limit=10).hits}
+    for old in versions[:3]:
+        assert hits[old.id].superseded_by == versions[3].id
+    assert hits[versions[3].id].superseded_by is None
+
+
+def test_as_of_an_early_date_finds_the_few_memories_recorded_by_then(
+    gm: GraphMemory,
+) -> None:
+    """The as-of window is applied inside the vector scan: an early date leaves few memories,
+    and those must still be found even when hundreds of later ones are more similar."""
+    first = gm.remember("billing export job runs nightly", created_at="2023-01-05T00:00:00")
+    gm.remember_many(
+        [
+            {"content": f"billing export job note {i}", "created_at": "2024-06-01T00:00:00"}
+            for i in range(300)
+        ]
+    )
+    hits = gm.recall_as_of("billing export job note", as_of="2023-02-01").hits
+    assert [h.memory.id for h in hits] == [first.id]
