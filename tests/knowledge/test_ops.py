@@ -3,6 +3,7 @@ is edited and then deleted. Recall ranking, as-of answers, timelines, warnings, 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -212,7 +213,7 @@ def test_a_hit_from_a_long_chain_points_to_the_newest_version_not_the_next(
         gm.remember(f"deploy window rule version {n}", created_at=f"2024-0{n}-01T00:00:00")
         for n in (1, 2, 3, 4)
     ]
-    for older, newer in zip(versions, versions[1:], strict=False):
+    for older, newer in itertools.pairwise(versions):
         gm.mark_outdated(older.id, reason="revised", superseded_by=newer.id)
     hits = {h.memory.id: h for h in gm.recall("deploy window rule", limit=10).hits}
     for old in versions[:3]:
