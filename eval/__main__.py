@@ -1,4 +1,4 @@
-"""`python -m eval locomo|bench ...`: runs an evaluation and writes JSON results."""
+"""`python -m eval locomo|bench|extract ...`: runs an evaluation and writes JSON results."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     loc.add_argument(
         "--system",
         default="hybrid",
-        help="recipe name(s), comma-separated; 'all' = hybrid,bm25,vector",
+        help="recipe name(s), comma-separated, or 'graph' (hybrid fused with the entity-graph "
+        "walk); 'all' = hybrid,graph,bm25,vector",
     )
     loc.add_argument("--out", type=Path)
     loc.add_argument("--embedding", default="local", help="embedding provider (local | hash)")
@@ -52,7 +53,54 @@ def main(argv: list[str] | None = None) -> int:
     stress.add_argument("--cli-ops", type=int, help="operations per CLI worker (default: --ops)")
     stress.add_argument("--embedding", default="local")
     stress.add_argument("--out", type=Path)
+    extract = sub.add_parser("extract", help="entity and fact extraction rate (memories/s)")
+    extract.add_argument("--memories", type=int, default=2_000)
+    extract.add_argument("--extractor", default="spacy", help="spacy | rules | llm")
+    extract.add_argument("--batch", type=int, default=1_000, help="texts per extract() call")
+    extract.add_argument("--out", type=Path)
+    systems_help = "recipe name(s) or 'graph', comma-separated"
+    lme = sub.add_parser("longmemeval", help="LongMemEval _S session recall and nDCG @5/10")
+    lme.add_argument(
+        "--data",
+        type=Path,
+        default=Path("../shared/bench/longmemeval/longmemeval_s_sample48.json.gz"),
+    )
+    lme.add_argument("--system", default="hybrid", help=systems_help)
+    lme.add_argument("--questions", type=int, help="only the first N questions of the file")
+    lme.add_argument("--per-type", type=int, help="at most N scorable questions of each type")
+    lme.add_argument("--embedding", default="local")
+    lme.add_argument("--out", type=Path)
+    ir = sub.add_parser("beir", help="a BEIR-layout collection (Cranfield): nDCG@10, recall@100")
+    ir.add_argument("--data", type=Path, default=Path("../shared/bench/ir/cranfield"))
+    ir.add_argument("--system", default="hybrid", help=systems_help)
+    ir.add_argument("--queries", type=int, help="only the first N queries with judgments")
+    ir.add_argument(
+        "--distractors",
+        type=int,
+        help="index only the chosen queries' relevant docs plus N seeded random others",
+    )
+    ir.add_argument("--seed", type=int, default=0)
+    ir.add_argument("--split", default="test", help="qrels/<split>.tsv")
+    ir.add_argument("--embedding", default="local")
+    ir.add_argument("--out", type=Path)
+    every = sub.add_parser("all", help="LoCoMo, LongMemEval and Cranfield: a table of headlines")
+    every.add_argument("--bench", type=Path, default=Path("../shared/bench"))
+    every.add_argument(
+        "--quick",
+        action="store_true",
+        help="CI's slice (eval/suite.py QUICK), without LoCoMo's graph system",
+    )
+    every.add_argument("--embedding", default="local")
+    every.add_argument(
+        "--out", type=Path, help="default eval/results/all.json (all_quick.json with --quick)"
+    )
     args = parser.parse_args(argv)
+
+    if args.command == "extract":
+        from eval.bench_extract import run_extract_bench
+
+        _write(run_extract_bench(args.memories, args.extractor, batch=args.batch), args.out)
+        return 0
 
     if args.command == "stress":
         from eval.stress import run_stress
@@ -71,10 +119,47 @@ def main(argv: list[str] | None = None) -> int:
         result = run_knowledge_bench(args.memories, args.chains, args.queries, embedder=embedder)
         _write(result, args.out)
         return 0
+    if args.command in ("longmemeval", "beir"):
+        from eval import beir, longmemeval
+
+        systems = args.system.split(",")
+        progress = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+        if args.command == "longmemeval":
+            results = longmemeval.run(
+                args.data, systems, embedder=embedder, limit_questions=args.questions,
+                per_type=args.per_type, progress=progress,
+            )  # fmt: skip
+        else:
+            results = beir.run(
+                args.data, systems, embedder=embedder, split=args.split,
+                limit_queries=args.queries, distractors=args.distractors, seed=args.seed,
+                progress=progress,
+            )  # fmt: skip
+        _write(results[systems[0]] if len(systems) == 1 else results, args.out)
+        return 0
+    if args.command == "all":
+        from eval import suite
+
+        part = suite.QUICK if args.quick else suite.FULL
+        results = suite.run_suite(
+            suite.Paths.under(args.bench), embedder=embedder, part=part,
+            locomo_systems=None if args.quick else ["hybrid", "graph", "bm25", "vector"],
+            progress=lambda msg: print(msg, file=sys.stderr),
+        )  # fmt: skip
+        out = args.out or Path(f"eval/results/all{'_quick' if args.quick else ''}.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(suite.table(results["headline"]))
+        print(f"wrote {out}")
+        return 0
     if args.command == "locomo":
         from eval.locomo import run
 
-        systems = ["hybrid", "bm25", "vector"] if args.system == "all" else args.system.split(",")
+        systems = (
+            ["hybrid", "graph", "bm25", "vector"]
+            if args.system == "all"
+            else args.system.split(",")
+        )
         results = run(
             args.data,
             systems,

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from graphmem.graph.models import EntityList, IndexReport, MergeEntitiesReport, MultiHopResult
 from graphmem.knowledge.models import (
     BankView,
     Citation,
@@ -97,7 +98,43 @@ class KnowledgeAPI(Protocol):
     def drift_scan(self) -> DriftReport: ...
 
 
-class MemoryAPI(KnowledgeAPI, Protocol):
+class GraphAPI(Protocol):
+    """Entities, facts and multi-hop recall (graphmem/graph/ops.py)."""
+
+    def index_triples(
+        self,
+        *,
+        limit: int | None = None,
+        context: str | None = None,
+        force: bool = False,
+        resume: bool = False,
+        dry_run: bool = False,
+        batch_size: int = 256,
+        on_progress: Progress | None = None,
+    ) -> IndexReport: ...
+
+    def list_entities(
+        self, query: str | None = None, *, label: str | None = None, limit: int = 50
+    ) -> EntityList: ...
+
+    def merge_entities(self, primary: str, duplicates: list[str]) -> MergeEntitiesReport: ...
+
+    def recall_multihop(
+        self,
+        query: str,
+        *,
+        max_hops: int = 2,
+        seed_k: int = 5,
+        limit: int = 10,
+        filters: Filters = None,
+        damping: float = 0.85,
+        graph_weight: float = 0.3,
+    ) -> MultiHopResult: ...
+
+    def wait_for_extraction(self, timeout: float | None = None) -> bool: ...
+
+
+class MemoryAPI(KnowledgeAPI, GraphAPI, Protocol):
     settings: Settings
 
     @property

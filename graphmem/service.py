@@ -17,6 +17,8 @@ from pydantic import ValidationError
 from graphmem.embeddings.base import Embedder
 from graphmem.embeddings.factory import make_embedder
 from graphmem.errors import EmbeddingError, InvalidInput, check_limit, validation_message
+from graphmem.graph.background import Extraction
+from graphmem.graph.ops import GraphOps
 from graphmem.ids import new_id
 from graphmem.knowledge.ops import KnowledgeOps
 from graphmem.models import (
@@ -67,10 +69,18 @@ def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryF
         raise InvalidInput(validation_message(exc)) from exc
 
 
-class GraphMemory(KnowledgeOps):
+class GraphMemory(KnowledgeOps, GraphOps):
     """A memory store: typed memories in a Kùzu graph, recalled by meaning and by exact words."""
 
-    def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        extract_in_background: bool = True,
+    ) -> None:
+        """`extract_in_background=False` leaves new memories pending for a later backfill: a
+        one-shot command should not wait for a model to load before it exits."""
         self.settings = settings
         self._embedder = embedder
         self.store = KuzuStore.open(settings.home, lock_timeout=settings.lock_timeout)
@@ -79,6 +89,9 @@ class GraphMemory(KnowledgeOps):
         except BaseException:
             self.store.close()
             raise
+        self._extraction = Extraction(
+            self.store, settings, self._embed_names, background=extract_in_background
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -94,6 +107,7 @@ class GraphMemory(KnowledgeOps):
         return self.settings.home
 
     def close(self) -> None:
+        self._extraction.stop()
         self.store.close()
 
     def __enter__(self) -> GraphMemory:
@@ -129,6 +143,7 @@ class GraphMemory(KnowledgeOps):
             vectors = self._embed([self._embedding_text(m) for m in memories])
             self.store.insert_memories(memories, vectors, self.embedder.space)
             stored.extend(memories)
+            self._extraction.schedule([m.id for m in memories])
             if on_progress:
                 on_progress(len(stored), len(inputs))
         return stored
@@ -170,6 +185,9 @@ class GraphMemory(KnowledgeOps):
         self.store.update_memory(
             updated, vector, self.embedder.space if vector is not None else None
         )
+        if vector is not None:
+            self.store.mark_pending_extraction([memory_id])
+            self._extraction.schedule([memory_id])
         return updated
 
     def delete(self, memory_id: str) -> None:

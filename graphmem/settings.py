@@ -39,6 +39,19 @@ class Settings(BaseModel):
         description="seconds without requests before the owner exits; 0 = never",
     )
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
+    extractor: Literal["spacy", "rules", "llm"] = Field(
+        default="spacy", description="how entities and facts are extracted from memories"
+    )
+    extractor_model: str | None = Field(default=None, description="the LLM extractor's model")
+    extractor_url: str | None = Field(
+        default=None, description="OpenAI-compatible or Ollama base URL for the LLM extractor"
+    )
+    extractor_api_key: SecretStr | None = None
+    extractor_timeout: float = Field(default=30.0, gt=0)
+    extract_on_write: bool = Field(
+        default=True,
+        description="extract entities and facts in the background after each write",
+    )
 
 
 # GRAPHMEM_<NAME> -> dotted settings key
@@ -58,6 +71,12 @@ ENV_KEYS: dict[str, str] = {
     "HTTP_MAX_BODY_BYTES": "http_max_body_bytes",
     "HTTP_REQUEST_TIMEOUT": "http_request_timeout",
     "DAEMON_IDLE_TIMEOUT": "daemon_idle_timeout",
+    "EXTRACTOR": "extractor",
+    "EXTRACTOR_MODEL": "extractor_model",
+    "EXTRACTOR_URL": "extractor_url",
+    "EXTRACTOR_API_KEY": "extractor_api_key",
+    "EXTRACTOR_TIMEOUT": "extractor_timeout",
+    "EXTRACT_ON_WRITE": "extract_on_write",
     "LOG_LEVEL": "log_level",
 }
 

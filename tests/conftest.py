@@ -11,18 +11,26 @@ import pytest
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.service import GraphMemory, open_store
 
+SESSION_ENV = {
+    # an owner process started by a test (through `graphmem serve`, say) exits 5 s after its
+    # last client leaves instead of 15 minutes, so no test leaves one behind
+    "GRAPHMEM_DAEMON_IDLE_TIMEOUT": "5",
+    # extraction on write loads spaCy in a background thread: tests of other parts should not
+    # pay for it or race it; tests/graph turns it on where it is what they test
+    "GRAPHMEM_EXTRACT_ON_WRITE": "false",
+}
+
 
 @pytest.fixture(autouse=True, scope="session")
-def _owners_exit_soon() -> Iterator[None]:
-    """An owner process started by a test (through `graphmem serve`, say) exits 5 s after its
-    last client leaves instead of 15 minutes, so no test leaves one behind."""
-    previous = os.environ.get("GRAPHMEM_DAEMON_IDLE_TIMEOUT")
-    os.environ["GRAPHMEM_DAEMON_IDLE_TIMEOUT"] = "5"
+def _session_env() -> Iterator[None]:
+    previous = {key: os.environ.get(key) for key in SESSION_ENV}
+    os.environ.update(SESSION_ENV)
     yield
-    if previous is None:
-        os.environ.pop("GRAPHMEM_DAEMON_IDLE_TIMEOUT", None)
-    else:
-        os.environ["GRAPHMEM_DAEMON_IDLE_TIMEOUT"] = previous
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture
@@ -61,4 +69,5 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}
     env["GRAPHMEM_HOME"] = str(tmp_path / "cli-store")
     env["GRAPHMEM_EMBEDDING_PROVIDER"] = "hash"
+    env["GRAPHMEM_EXTRACT_ON_WRITE"] = SESSION_ENV["GRAPHMEM_EXTRACT_ON_WRITE"]
     return env

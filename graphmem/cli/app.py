@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from graphmem.cli import admin, daemon, knowledge, memories, serve
+from graphmem.cli import admin, daemon, graph, knowledge, memories, serve
 
 app = typer.Typer(
     name="graphmem",
@@ -13,7 +13,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for module in (memories, knowledge, admin, serve):
+for module in (memories, knowledge, graph, admin, serve):
     app.registered_commands.extend(module.app.registered_commands)
 app.add_typer(admin.db_app, name="db", help="Schema status and migrations.")
 app.add_typer(daemon.app, name="daemon", help="The store's owner process.")

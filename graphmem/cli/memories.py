@@ -44,7 +44,7 @@ def _metadata(raw: str | None) -> Any:
         raise InvalidInput(f"--metadata is not valid JSON: {exc.msg} at char {exc.pos}") from exc
 
 
-def _filters(
+def filter_options(
     type_: str | None,
     kind: str | None,
     context: str | None,
@@ -80,7 +80,7 @@ def _show_memory(m: Memory) -> None:
             out.print(f"  {key}: {value}", markup=False)
 
 
-def _progress() -> Progress:
+def progress_bar() -> Progress:
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -158,7 +158,7 @@ def recall(
 ) -> None:
     """Recall memories by meaning and by exact words."""
     with opened(home, as_json) as gm:
-        filters = _filters(type_, kind, context, service, tags)
+        filters = filter_options(type_, kind, context, service, tags)
         if as_of is not None:
             if explain or recipe:
                 raise InvalidInput("--as-of cannot be combined with --explain or --recipe")
@@ -226,7 +226,9 @@ def list_(
     """List memories, newest first."""
     with opened(home, as_json) as gm:
         page = gm.list(
-            _filters(type_, kind, context, service, tags, lifecycle), limit=limit, cursor=cursor
+            filter_options(type_, kind, context, service, tags, lifecycle),
+            limit=limit,
+            cursor=cursor,
         )
         if as_json:
             return emit_json(page)
@@ -353,7 +355,7 @@ def import_(
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
-        with _progress() as bar:
+        with progress_bar() as bar:
             task = bar.add_task("importing", total=len(lines))
             report = import_jsonl(
                 gm,
@@ -383,7 +385,7 @@ def reembed(
     """Embed every memory into the configured (or given) space; resumes after an interruption."""
     embedding = {"embedding.provider": provider, "embedding.model": model}
     with opened(home, as_json, overrides=embedding) as gm:
-        with _progress() as bar:
+        with progress_bar() as bar:
             task = bar.add_task("embedding", total=None)
             report = gm.reembed(
                 on_progress=lambda done, total: bar.update(task, completed=done, total=total)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, opened
 
@@ -90,6 +91,19 @@ DEMO_MEMORIES: list[dict[str, Any]] = [
         "service": "orders",
     },
     {
+        "content": "The broken orders index from migration #47 was mitigated by the concurrent reindex runbook.",
+        "type": "episodic",
+        "kind": "note",
+        "tags": ["postgres"],
+        "service": "orders",
+    },
+    {
+        "content": "Concurrent reindex runbook: REINDEX INDEX CONCURRENTLY orders_created_at_idx, then ANALYZE orders.",
+        "type": "procedural",
+        "kind": "runbook",
+        "tags": ["postgres"],
+    },
+    {
         "content": "Tried caching sessions in Redis v2 cluster mode: failed, MULTI is not supported across slots.",
         "type": "episodic",
         "kind": "dead_end",
@@ -109,6 +123,7 @@ DEMO_QUERIES = [
     "502 errors",
     "#47",
 ]
+DEMO_MULTIHOP = "what did migration #47 break, and what fixed it?"
 
 
 @app.command()
@@ -122,14 +137,25 @@ def demo(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
             gm.recall(q, limit=3, filters={"context": DEMO_CONTEXT}, explain=True)
             for q in DEMO_QUERIES
         ]
+        gm.index_triples(context=DEMO_CONTEXT)  # entities and facts, if not extracted yet
+        chain = gm.recall_multihop(
+            DEMO_MULTIHOP, seed_k=1, limit=5, filters={"context": DEMO_CONTEXT}
+        )
         if as_json:
-            return emit_json({"store": str(gm.path), "results": results})
+            return emit_json({"store": str(gm.path), "results": results, "multihop": chain})
         out.print(f"store: {gm.path} ({gm.stats().total} memories)\n")
         for result in results:
             out.print(f"[bold]recall[/bold] {result.query!r}")
             for rank, hit in enumerate(result.hits, start=1):
                 found = "+".join(hit.explain["found_by"]) if hit.explain else ""
                 out.print(
-                    f"  {rank}. {hit.score:.3f} [{hit.memory.kind}] {hit.memory.content}  [dim]({found})[/dim]"
+                    f"  {rank}. {hit.score:.3f} {escape(f'[{hit.memory.kind}]')} "
+                    f"{escape(hit.memory.content)}  [dim]({found})[/dim]"
                 )
             out.print()
+        out.print(f"[bold]multihop[/bold] {chain.query!r}")
+        for rank, step in enumerate(chain.hits, start=1):
+            kind = escape(f"[{step.memory.kind}]")
+            out.print(f"  {rank}. {step.score:.3f} {kind} {escape(step.memory.content)}")
+            if step.path_text:
+                out.print(f"     [dim]{escape(step.path_text)}[/dim]")

@@ -24,6 +24,7 @@ from graphmem.api import Filters, MemoryAPI, Progress
 from graphmem.daemon.paths import OwnerInfo, live_owner
 from graphmem.daemon.protocol import decode, dumps, encode, raise_error
 from graphmem.errors import StoreError, StoreLocked
+from graphmem.graph.models import IndexReport
 from graphmem.models import (
     BackupInfo,
     CypherResult,
@@ -156,6 +157,17 @@ class RemoteMemory:
     verify_entry = _forward("verify_entry")
     verification_candidates = _forward("verification_candidates")
     drift_scan = _forward("drift_scan")
+    list_entities = _forward("list_entities")
+    merge_entities = _forward("merge_entities")
+    recall_multihop = _forward("recall_multihop")
+    wait_for_extraction = _forward("wait_for_extraction")
+
+    def index_triples(self, *, on_progress: Progress | None = None, **options: Any) -> IndexReport:
+        """Runs in the owner as one call; progress is reported once, at the end."""
+        result: IndexReport = self._call("index_triples", **options)
+        if on_progress:
+            on_progress(result.memories, result.memories)
+        return result
 
     def _connect(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -327,7 +339,7 @@ def open_api(settings: Settings, *, start: bool = False) -> MemoryAPI:
         if remote is not None:
             return remote
         try:
-            return GraphMemory(quick)
+            return GraphMemory(quick, extract_in_background=False)
         except StoreLocked:
             if time.monotonic() >= deadline:
                 raise

@@ -188,6 +188,8 @@ class Owner:
         try:
             self.gm.embedder.embed_query("warm up")
             self.gm.store.vectors(self.gm.embedder.space)
+            # memories written while no owner ran (one-shot CLI calls) are still pending
+            self.gm.schedule_pending_extraction()
         except GraphmemError as exc:
             log.warning("warm-up failed: %s", exc.message)
 

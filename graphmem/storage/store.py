@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from graphmem.storage.knowledge import KnowledgeRepository
+from graphmem.storage.entities import EntityRepository
 
 
-class KuzuStore(KnowledgeRepository):
-    """Connection, migrations, vectors, memories and knowledge links of one data dir."""
+class KuzuStore(EntityRepository):
+    """Connection, migrations, vectors, memories, knowledge links and entities of one data dir."""

@@ -73,6 +73,21 @@ def test_errors_keep_their_type_across_the_socket(owner: Owner) -> None:
         assert remote.stats().total == 0
 
 
+def test_the_owner_extracts_entities_in_the_background_and_serves_the_graph(
+    owner: Owner,
+) -> None:
+    with client(owner) as remote:
+        first = remote.remember("The checkout-service depends on Redis for carts.")
+        remote.remember("Redis was upgraded to version 7 last week.")
+        assert remote.wait_for_extraction(60)
+        entities = {e.id: e for e in remote.list_entities().entities}
+        assert entities["redis"].mentions == 2
+        result = remote.recall_multihop("checkout-service carts", seed_k=1)
+        assert result.hits[0].memory.id == first.id and result.hits[0].seed
+        assert any("-mentions-> Redis <-mentions-" in h.path_text for h in result.hits[1:])
+        assert remote.index_triples().memories == 0  # nothing left to catch up
+
+
 def test_the_store_cannot_be_opened_beside_its_owner(owner: Owner) -> None:
     with pytest.raises(StoreLocked, match=str(os.getpid())):
         GraphMemory(owner.gm.settings, embedder=HashEmbedder())

@@ -1,0 +1,133 @@
+"""Extraction on write: one worker thread per store that extracts entities and facts from
+memories after they are written, never on the write's own path.
+
+A memory stays marked as pending (`extracted_by` is null) until its entities are in the graph,
+so work cut short by an exit is picked up by the next backfill or owner start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphmem.extractors import Extractor
+    from graphmem.graph.indexer import EmbedNames, TripleIndexer
+    from graphmem.settings import Settings
+    from graphmem.storage.store import KuzuStore
+
+log = logging.getLogger("graphmem.graph")
+BATCH = 64  # memories per background job
+
+_EXTRACTORS: dict[tuple[Any, ...], Extractor] = {}
+_EXTRACTORS_LOCK = threading.Lock()
+
+
+def shared_extractor(settings: Settings) -> Extractor:
+    """One extractor per configuration and process, however many stores use it: loading
+    spaCy costs about a second and a hundred megabytes."""
+    from graphmem.extractors import get_extractor
+
+    secret = settings.extractor_api_key
+    options = (
+        settings.extractor,
+        settings.extractor_model,
+        settings.extractor_url,
+        secret.get_secret_value() if secret else None,
+        settings.extractor_timeout,
+    )
+    with _EXTRACTORS_LOCK:
+        if options not in _EXTRACTORS:
+            name, model, url, key, timeout = options
+            _EXTRACTORS[options] = get_extractor(
+                name, model=model, url=url, api_key=key, timeout=timeout
+            )
+        return _EXTRACTORS[options]
+
+
+class Extraction:
+    """The store's triple indexer, built on first use, and its background worker."""
+
+    def __init__(
+        self,
+        store: KuzuStore,
+        settings: Settings,
+        embed_names: EmbedNames,
+        *,
+        background: bool,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.embed_names = embed_names
+        self.background = background and settings.extract_on_write
+        self._lock = threading.Lock()
+        self._indexer: TripleIndexer | None = None
+        self._jobs: ThreadPoolExecutor | None = None
+        self._pending: set[Future[None]] = set()
+
+    def indexer(self) -> TripleIndexer:
+        with self._lock:
+            if self._indexer is None:
+                from graphmem.graph.indexer import TripleIndexer
+
+                extractor = shared_extractor(self.settings)
+                self._indexer = TripleIndexer(self.store, extractor, self.embed_names)
+            return self._indexer
+
+    def schedule(self, memory_ids: Sequence[str]) -> None:
+        if not (self.background and memory_ids):
+            return
+        with self._lock:
+            if self._jobs is None:
+                self._jobs = ThreadPoolExecutor(1, thread_name_prefix="graphmem-extract")
+            future = self._jobs.submit(self._run, list(memory_ids))
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def schedule_pending(self) -> int:
+        """Queue every memory still waiting for extraction; returns how many."""
+        if not self.background:
+            return 0
+        ids = self.store.pending_extraction_ids()
+        for start in range(0, len(ids), BATCH):
+            self.schedule(ids[start : start + BATCH])
+        return len(ids)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
+    def _run(self, memory_ids: list[str]) -> None:
+        try:
+            items = self.store.texts_for_extraction(memory_ids)
+            if items:
+                self.indexer().index(items)
+        except Exception:  # the memories stay pending; a backfill will retry them
+            log.exception("background extraction failed for %d memories", len(memory_ids))
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until queued work is done; False when `timeout` ran out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                pending = next(iter(self._pending), None)
+            if pending is None:
+                return True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            try:
+                pending.exception(timeout=left)
+            except TimeoutError:
+                return False
+
+    def stop(self) -> None:
+        """Let the running batch finish (it holds a transaction); queued ones stay pending."""
+        with self._lock:
+            jobs, self._jobs = self._jobs, None
+        if jobs is not None:
+            jobs.shutdown(wait=True, cancel_futures=True)

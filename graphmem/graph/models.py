@@ -1,0 +1,68 @@
+"""Models of the entity graph: entities, extraction reports, multi-hop hits and their paths."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from graphmem.models import Hit, RecallWarning
+
+
+class EntityInfo(BaseModel):
+    id: str
+    name: str
+    label: str
+    mentions: int = Field(description="memories that mention it")
+    facts: int = Field(description="facts it is the subject or object of")
+    aliases: list[str] = Field(default_factory=list, description="names merged into it")
+
+
+class EntityList(BaseModel):
+    entities: list[EntityInfo]
+
+
+class MergeEntitiesReport(BaseModel):
+    primary: str
+    merged: list[str]
+    edges_moved: int
+
+
+class IndexReport(BaseModel):
+    """What a triple backfill did (or, with dry_run, would do)."""
+
+    extractor: str
+    memories: int = Field(description="memories processed")
+    entities: int = Field(description="entity mentions written")
+    facts: int = Field(description="facts written")
+    seconds: float
+    remaining: int = Field(description="memories in the store still waiting for extraction")
+    dry_run: bool = False
+    errors: int = Field(default=0, description="texts the extractor could not answer for")
+
+
+class PathStep(BaseModel):
+    """One edge of the walk: from a node to the next, and what links them."""
+
+    source: str = Field(description="node label, e.g. a memory title or an entity name")
+    relation: str = Field(description="mentions, a fact predicate, supersedes or next_in_session")
+    target: str
+    reverse: bool = Field(
+        default=False, description="the relation reads from target to source (b <-rel- a)"
+    )
+
+
+class MultiHopHit(Hit):
+    seed: bool = Field(description="one of the hybrid-recall hits the walk started from")
+    hops: int | None = Field(
+        description="memory-to-memory steps from the nearest seed; null when only recall found it"
+    )
+    path: list[PathStep] = Field(default_factory=list)
+    path_text: str = Field(default="", description="the path as one line: a -rel-> b -rel-> c")
+
+
+class MultiHopResult(BaseModel):
+    query: str
+    hits: list[MultiHopHit] = Field(default_factory=list)
+    warnings: list[RecallWarning] = Field(default_factory=list)
+    subgraph: dict[str, int] = Field(
+        default_factory=dict, description="memories, entities and edges the walk looked at"
+    )

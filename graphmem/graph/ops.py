@@ -1,0 +1,238 @@
+"""GraphOps: the entity-graph half of GraphMemory (mixed into it): the `index-triples`
+backfill, entity listing and merging, multi-hop recall. Extraction on write lives in
+graph/background.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from graphmem.errors import InvalidInput, check_limit
+from graphmem.graph.models import (
+    EntityInfo,
+    EntityList,
+    IndexReport,
+    MergeEntitiesReport,
+    MultiHopHit,
+    MultiHopResult,
+)
+
+if TYPE_CHECKING:
+    from graphmem.api import Filters
+    from graphmem.graph.background import Extraction
+    from graphmem.models import RecallResult
+    from graphmem.settings import Settings
+    from graphmem.storage.store import KuzuStore
+
+INDEX_CURSOR_KEY = "index_triples:cursor"
+MAX_HOPS = 4
+POOL = 100  # hybrid-recall hits fused with the walk (the walk adds the memories it reaches)
+
+
+class GraphOps:
+    settings: Settings
+    store: KuzuStore
+    _extraction: Extraction
+
+    if TYPE_CHECKING:
+
+        @property
+        def embedder(self) -> Any: ...
+
+        def recall(
+            self,
+            query: str,
+            *,
+            limit: int = 10,
+            filters: Filters = None,
+            explain: bool = False,
+            recipe: Any = None,
+        ) -> RecallResult: ...
+
+    # -- extraction on write ----------------------------------------------------------------
+
+    def _embed_names(self, names: list[str]) -> Any:
+        return self.embedder.embed(names)
+
+    def schedule_pending_extraction(self) -> int:
+        """Queue every memory still waiting for extraction (the owner does at start)."""
+        return self._extraction.schedule_pending()
+
+    def wait_for_extraction(self, timeout: float | None = None) -> bool:
+        """Block until background extraction has caught up; False when `timeout` ran out."""
+        return self._extraction.wait(timeout)
+
+    # -- backfill -----------------------------------------------------------------------------
+
+    def index_triples(
+        self,
+        *,
+        limit: int | None = None,
+        context: str | None = None,
+        force: bool = False,
+        resume: bool = False,
+        dry_run: bool = False,
+        batch_size: int = 256,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> IndexReport:
+        """Extract entities and facts from memories not yet processed (all of them with `force`).
+
+        Each batch is one transaction, so an interrupted run keeps what it did: run again to go
+        on; a forced run records its position and `resume=True` continues from it."""
+        if limit is not None and limit < 1:
+            raise InvalidInput("limit must be at least 1", limit=limit)
+        if not 1 <= batch_size <= 1024:
+            raise InvalidInput("batch_size must be between 1 and 1024", batch_size=batch_size)
+        if resume and not force:
+            resume = False  # without force, every run already resumes: only pending ones are done
+        total = self.store.count_pending_extraction(context=context, include_done=force)
+        after = (self.store.meta_get(INDEX_CURSOR_KEY) or None) if resume else None
+        if force and after:
+            total = max(total - self.store.count_before(after, context=context), 0)
+        if limit is not None:
+            total = min(total, limit)
+        indexer = self._extraction.indexer()
+        started = time.perf_counter()
+        done = mentions = facts = errors = 0
+        while done < total:
+            items = self.store.pending_extraction(
+                limit=min(batch_size, total - done),
+                context=context,
+                include_done=force,
+                after=after,
+            )
+            if not items:
+                break
+            result = indexer.index(items, write=not dry_run)
+            done += len(items)
+            mentions += result.mentions
+            facts += result.facts
+            errors += result.errors
+            after = items[-1][0]
+            if force and not dry_run:
+                self.store.meta_set(INDEX_CURSOR_KEY, after)
+            if on_progress:
+                on_progress(done, total)
+        if force and not dry_run and (limit is None or done < limit):
+            self.store.meta_set(INDEX_CURSOR_KEY, "")  # the pass reached the end
+        remaining = self.store.count_pending_extraction(context=None, include_done=False)
+        return IndexReport(
+            extractor=getattr(indexer.extractor, "name", self.settings.extractor),
+            memories=done,
+            entities=mentions,
+            facts=facts,
+            seconds=round(time.perf_counter() - started, 3),
+            remaining=remaining,
+            dry_run=dry_run,
+            errors=errors,
+        )
+
+    # -- entities -----------------------------------------------------------------------------
+
+    def list_entities(
+        self, query: str | None = None, *, label: str | None = None, limit: int = 50
+    ) -> EntityList:
+        """Entities, most mentioned first; `query` matches part of the name."""
+        check_limit(limit)
+        rows = self.store.list_entities(query=query or None, label=label or None, limit=limit)
+        return EntityList(
+            entities=[
+                EntityInfo(id=i, name=n, label=lab, mentions=m, facts=f, aliases=a)
+                for i, n, lab, m, f, a in rows
+            ]
+        )
+
+    def merge_entities(self, primary: str, duplicates: Sequence[str]) -> MergeEntitiesReport:
+        """Fold duplicates into the primary entity: mentions and facts move, names become aliases,
+        and later extractions of those names resolve to the primary."""
+        if isinstance(duplicates, str):
+            duplicates = [duplicates]
+        moved = self.store.merge_entities(primary, duplicates)
+        return MergeEntitiesReport(
+            primary=primary,
+            merged=[d for d in dict.fromkeys(duplicates) if d != primary],
+            edges_moved=moved,
+        )
+
+    # -- multi-hop recall ---------------------------------------------------------------------
+
+    def recall_multihop(
+        self,
+        query: str,
+        *,
+        max_hops: int = 2,
+        seed_k: int = 5,
+        limit: int = 10,
+        filters: Filters = None,
+        damping: float = 0.85,
+        graph_weight: float = 0.3,
+    ) -> MultiHopResult:
+        """Seeds from hybrid recall, a walk over their entities, facts, supersession and session
+        neighbours, personalised PageRank over what it reached, fused with the recall scores;
+        each hit carries the path that reached it."""
+        from graphmem.graph import multihop
+
+        check_limit(limit)
+        if not 0 <= max_hops <= MAX_HOPS:
+            raise InvalidInput(f"max_hops must be between 0 and {MAX_HOPS}", max_hops=max_hops)
+        if not 1 <= seed_k <= 100:
+            raise InvalidInput("seed_k must be between 1 and 100", seed_k=seed_k)
+        if not 0.0 < damping < 1.0:
+            raise InvalidInput("damping must be between 0 and 1", damping=damping)
+        if not 0.0 <= graph_weight <= 10.0:
+            raise InvalidInput("graph_weight must be between 0 and 10", graph_weight=graph_weight)
+        recalled = self.recall(query, limit=max(POOL, limit, seed_k), filters=filters)
+        if not recalled.hits:
+            return MultiHopResult(query=query, warnings=recalled.warnings)
+        seeds = {h.memory.id: h.score for h in recalled.hits[:seed_k]}
+        sub = multihop.gather(self.store, list(seeds), max_hops=max_hops)
+        walked = {w.memory_id: w for w in multihop.rank(sub, seeds, damping=damping)}
+        scores = multihop.fuse(
+            {h.memory.id: h.score for h in recalled.hits},
+            {m: w.score for m, w in walked.items()},
+            set(seeds),
+            graph_weight,
+        )
+        known = {h.memory.id: h for h in recalled.hits}
+        reached = [m for m in scores if m not in known]
+        allowed = set(known) | self._allowed(filters, reached)
+        top = [m for m in sorted(scores, key=lambda m: -scores[m]) if m in allowed][:limit]
+        on_paths = {n[2:] for m in top if m in walked for n in walked[m].nodes if n[:2] == "m:"}
+        memories = {h.memory.id: h.memory for h in recalled.hits}
+        memories |= self.store.get_memories(sorted((on_paths | set(top)) - set(memories)))
+        hits = []
+        for memory_id in top:
+            if memory_id not in memories:
+                continue
+            w = walked.get(memory_id)
+            steps = multihop.render(sub, w.nodes, memories) if w else []
+            hit = known.get(memory_id)
+            hits.append(
+                MultiHopHit(
+                    memory=memories[memory_id],
+                    score=round(scores[memory_id], 6),
+                    superseded_by=hit.superseded_by if hit else None,
+                    seed=memory_id in seeds,
+                    hops=w.hops if w else None,
+                    path=steps,
+                    path_text=multihop.path_text(steps),
+                )
+            )
+        return MultiHopResult(
+            query=query,
+            hits=hits,
+            warnings=recalled.warnings,
+            subgraph={
+                "memories": len(sub.memories),
+                "entities": len(sub.entities),
+                "edges": sub.graph.number_of_edges(),
+            },
+        )
+
+    def _allowed(self, filters: Filters, memory_ids: Sequence[str]) -> set[str]:
+        """The walk may pass through any memory; the hits obey the caller's filters."""
+        from graphmem.service import validate_filter
+
+        return set(self.store.get_scoring_rows(memory_ids, validate_filter(filters)))

@@ -1,0 +1,101 @@
+"""MCP tools for the entity graph: multi-hop recall, entities, merging them, backfilling
+extraction. Same rules as the tools in `server.py`: one MemoryAPI call each, strict arguments."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Annotated
+
+from mcp.server.mcpserver.tools import Tool
+from pydantic import Field
+
+from graphmem.graph.models import EntityList, IndexReport, MergeEntitiesReport, MultiHopResult
+from graphmem.mcp.server import ContextArg, KindArg, Tags, TypeArg, _given, _hints, _tool
+
+if TYPE_CHECKING:
+    from graphmem.api import MemoryAPI as GraphMemory
+
+__all__ = ["graph_tools"]
+
+RECALL_MULTIHOP = """\
+Answer a question that chains several facts ("why did we choose X, what broke because of it, \
+which runbook fixed it"): starts from the best recall hits, walks the entities and facts they \
+mention (and superseded versions, neighbouring turns of a session), and ranks what it reaches. \
+Each hit has `path_text`, the chain that reached it, e.g. "billing migration -caused-> index \
+lock <-mentions- Rollback runbook". Use recall_memory for plain lookups; this for why/how chains.
+
+Example: {"query": "what did the billing migration break and how was it fixed", "max_hops": 2}"""
+
+LIST_ENTITIES = """\
+List the named things memories mention (services, packages, people, tickets, files...), most \
+mentioned first, with how many facts each is part of. `query` matches part of a name. Use it to \
+see what the memory knows about, or to find duplicates to merge."""
+
+MERGE_ENTITIES = """\
+Merge duplicate entities (the same thing under two names, e.g. "postgres" and "postgresql"): \
+`primary` is kept; mentions and facts of `duplicates` move to it, and their names become its \
+aliases so later extraction resolves them to it. Returns how many links moved."""
+
+INDEX_TRIPLES = """\
+Extract entities and facts from memories not processed yet (normally done in the background \
+after each write; call this to catch up). Processes at most `limit` memories per call; \
+`remaining` in the answer says how many still wait. Returns counts and timing."""
+
+Limit = Annotated[int, Field(description="How many results at most.")]
+
+
+def graph_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
+    """The entity-graph tools over `gm`, sharing `lock` with the other tools of the server."""
+
+    def recall_multihop(
+        query: Annotated[str, Field(min_length=1, description="The question, in your words.")],
+        max_hops: Annotated[
+            int, Field(ge=0, le=4, description="Memory-to-memory steps from a seed (default 2).")
+        ] = 2,
+        seed_k: Annotated[
+            int, Field(ge=1, le=100, description="Plain-recall hits to start from (default 5).")
+        ] = 5,
+        limit: Limit = 10,
+        type: TypeArg = None,
+        kind: KindArg = None,
+        tags: Tags = None,
+        context: ContextArg = None,
+    ) -> MultiHopResult:
+        filters = _given(type=type, kind=kind, tags=tags, context=context)
+        return gm.recall_multihop(
+            query, max_hops=max_hops, seed_k=seed_k, limit=limit, filters=filters or None
+        )
+
+    def list_entities(
+        query: Annotated[str | None, Field(description="Part of the entity's name.")] = None,
+        label: Annotated[
+            str | None, Field(description="Only this label: service, package, person, ...")
+        ] = None,
+        limit: Limit = 50,
+    ) -> EntityList:
+        return gm.list_entities(query, label=label, limit=limit)
+
+    def merge_entities(
+        primary: Annotated[str, Field(min_length=1, description="Id of the entity to keep.")],
+        duplicates: Annotated[
+            list[str], Field(min_length=1, description="Ids of the entities to fold into it.")
+        ],
+    ) -> MergeEntitiesReport:
+        return gm.merge_entities(primary, duplicates)
+
+    def index_triples(
+        limit: Annotated[
+            int, Field(ge=1, le=5000, description="Memories to process in this call.")
+        ] = 500,
+        context: ContextArg = None,
+    ) -> IndexReport:
+        return gm.index_triples(limit=limit, context=context)
+
+    return [
+        _tool(lock, recall_multihop, RECALL_MULTIHOP, _hints("Multi-hop recall")),
+        _tool(lock, list_entities, LIST_ENTITIES, _hints("List entities")),
+        _tool(lock, merge_entities, MERGE_ENTITIES,
+              _hints("Merge entities", writes=True, destructive=True, idempotent=False)),
+        _tool(lock, index_triples, INDEX_TRIPLES,
+              _hints("Extract entities and facts", writes=True)),
+    ]  # fmt: skip

@@ -1,0 +1,404 @@
+"""Entities, facts and their provenance in the graph: write an extraction, resolve names to
+entities, merge duplicates, and read the neighbourhood that multi-hop recall walks.
+
+Entity and Fact tables carry no full-text index, so rows go in with one UNWIND per statement
+(the multi-row insert bug only hits FTS-indexed tables).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from graphmem.errors import InvalidInput, NotFound
+from graphmem.storage.knowledge import KnowledgeRepository
+
+
+@dataclass(frozen=True)
+class EntityRow:
+    id: str
+    name: str
+    norm: str
+    key: str  # letters and digits only: "billing-service" and "billing_service" share it
+    label: str
+
+
+@dataclass(frozen=True)
+class FactRow:
+    id: str
+    subject_id: str
+    predicate: str
+    object_id: str
+    subject: str
+    object: str
+    text: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Mention:
+    memory_id: str
+    entity_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Provenance:
+    fact_id: str
+    memory_id: str
+    confidence: float
+
+
+def fact_id(subject_id: str, predicate: str, object_id: str) -> str:
+    """The same triple from two memories is one Fact with two EXTRACTED_FROM edges."""
+    digest = hashlib.sha1(f"{subject_id}\x1f{predicate}\x1f{object_id}".encode()).hexdigest()
+    return "f" + digest[:20]
+
+
+def compact_key(norm: str) -> str:
+    return "".join(ch for ch in norm if ch.isalnum())
+
+
+class EntityRepository(KnowledgeRepository):
+    # -- resolution ---------------------------------------------------------------------------
+
+    def resolve_norms(self, norms: Sequence[str]) -> dict[str, str]:
+        """norm -> entity id, through merged aliases first, then the entity's own id."""
+        wanted = list(dict.fromkeys(norms))
+        if not wanted:
+            return {}
+        found = {
+            norm: entity
+            for norm, entity in self.read(
+                "MATCH (a:EntityAlias) WHERE a.norm IN $n RETURN a.norm, a.entity", {"n": wanted}
+            )
+        }
+        rest = [n for n in wanted if n not in found]
+        if rest:
+            rows = self.read("MATCH (e:Entity) WHERE e.id IN $n RETURN e.id", {"n": rest})
+            found.update({r[0]: r[0] for r in rows})
+        return found
+
+    def entities_by_key(self, keys: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+        """key -> [(entity id, name)]: candidates for a new name that differs only in spelling."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        if not keys:
+            return out
+        for key, entity, name in self.read(
+            "MATCH (e:Entity) WHERE e.key IN $k RETURN e.key, e.id, e.name",
+            {"k": list(dict.fromkeys(keys))},
+        ):
+            out.setdefault(key, []).append((entity, name))
+        return out
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def write_extraction(
+        self,
+        memory_ids: Sequence[str],
+        *,
+        extractor: str,
+        entities: Sequence[EntityRow],
+        aliases: dict[str, str],
+        mentions: Sequence[Mention],
+        facts: Sequence[FactRow],
+        provenance: Sequence[Provenance],
+        at: datetime,
+    ) -> None:
+        """Replace what was extracted from these memories, in one transaction, and mark them."""
+        ids = list(memory_ids)
+        with self.transaction():
+            self._forget_extraction(ids)
+            if entities:
+                self.execute(
+                    "UNWIND $rows AS r MERGE (e:Entity {id: r.id}) "
+                    "ON CREATE SET e.name = r.name, e.norm = r.norm, e.key = r.key, "
+                    "e.label = r.label, e.created_at = $at",
+                    {"rows": [asdict(e) for e in entities], "at": at},
+                )
+            if aliases:
+                self.execute(
+                    "UNWIND $rows AS r MERGE (a:EntityAlias {norm: r.norm}) SET a.entity = r.entity",
+                    {"rows": [{"norm": n, "entity": e} for n, e in aliases.items()]},
+                )
+            if mentions:
+                self.execute(
+                    "UNWIND $rows AS r MATCH (m:Memory {id: r.memory_id}), (e:Entity {id: r.entity_id}) "
+                    "CREATE (m)-[:MENTIONS {name: r.name, extractor: $x}]->(e)",
+                    {"rows": [asdict(m) for m in mentions], "x": extractor},
+                )
+            if facts:
+                rows = [asdict(f) for f in facts]
+                self.execute(
+                    "UNWIND $rows AS r MERGE (f:Fact {id: r.id}) "
+                    "ON CREATE SET f.subject = r.subject, f.predicate = r.predicate, "
+                    "f.object = r.object, f.text = r.text, f.confidence = r.confidence, "
+                    "f.extractor = $x, f.created_at = $at "
+                    "ON MATCH SET f.confidence = CASE WHEN r.confidence > f.confidence "
+                    "THEN r.confidence ELSE f.confidence END",
+                    {"rows": rows, "x": extractor, "at": at},
+                )
+                for rel, end in (("SUBJECT", "subject_id"), ("OBJECT", "object_id")):
+                    self.execute(
+                        f"UNWIND $rows AS r MATCH (f:Fact {{id: r.id}}), (e:Entity {{id: r.{end}}}) "
+                        f"MERGE (f)-[:{rel}]->(e)",
+                        {"rows": rows},
+                    )
+            if provenance:
+                self.execute(
+                    "UNWIND $rows AS r MATCH (f:Fact {id: r.fact_id}), (m:Memory {id: r.memory_id}) "
+                    "CREATE (f)-[:EXTRACTED_FROM {extractor: $x, confidence: r.confidence, at: $at}]->(m)",
+                    {"rows": [asdict(p) for p in provenance], "x": extractor, "at": at},
+                )
+            self.execute(
+                "MATCH (m:Memory) WHERE m.id IN $ids SET m.extracted_by = $x",
+                {"ids": ids, "x": extractor},
+            )
+
+    def _forget_extraction(self, memory_ids: list[str]) -> None:
+        """Drop the memories' mentions and provenance, then facts no memory supports any more."""
+        self.execute(
+            "MATCH (m:Memory)-[r:MENTIONS]->(:Entity) WHERE m.id IN $ids DELETE r",
+            {"ids": memory_ids},
+        )
+        orphans = self.execute(
+            "MATCH (f:Fact)-[r:EXTRACTED_FROM]->(m:Memory) WHERE m.id IN $ids "
+            "DELETE r RETURN DISTINCT f.id",
+            {"ids": memory_ids},
+        )
+        if orphans:
+            self.execute(
+                "MATCH (f:Fact) WHERE f.id IN $f AND NOT EXISTS { MATCH (f)-[:EXTRACTED_FROM]->() } "
+                "DETACH DELETE f",
+                {"f": [r[0] for r in orphans]},
+            )
+
+    def pending_extraction(
+        self, *, limit: int, context: str | None, include_done: bool, after: str | None = None
+    ) -> list[tuple[str, str]]:
+        """(id, text) of memories not yet extracted (or all, with include_done), oldest id first."""
+        conditions = ["m.lifecycle <> 'archived'"]
+        params: dict[str, Any] = {"limit": limit}
+        if not include_done:
+            conditions.append("m.extracted_by IS NULL")
+        if context is not None:
+            conditions.append("m.context = $context")
+            params["context"] = context
+        if after is not None:
+            conditions.append("m.id > $after")
+            params["after"] = after
+        rows = self.read(
+            f"MATCH (m:Memory) WHERE {' AND '.join(conditions)} "
+            "RETURN m.id, m.title, m.content ORDER BY m.id LIMIT $limit",
+            params,
+        )
+        return [(r[0], f"{r[1]}. {r[2]}" if r[1] else r[2]) for r in rows]
+
+    def pending_extraction_ids(self) -> list[str]:
+        rows = self.read(
+            "MATCH (m:Memory) WHERE m.extracted_by IS NULL AND m.lifecycle <> 'archived' "
+            "RETURN m.id ORDER BY m.id"
+        )
+        return [r[0] for r in rows]
+
+    def texts_for_extraction(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(id, text) of those memories still waiting for extraction."""
+        rows = self.read(
+            "MATCH (m:Memory) WHERE m.id IN $ids AND m.extracted_by IS NULL "
+            "RETURN m.id, m.title, m.content ORDER BY m.id",
+            {"ids": list(memory_ids)},
+        )
+        return [(r[0], f"{r[1]}. {r[2]}" if r[1] else r[2]) for r in rows]
+
+    def mark_pending_extraction(self, memory_ids: Sequence[str]) -> None:
+        """Their text changed: what was extracted from the old text is stale."""
+        self.execute(
+            "MATCH (m:Memory) WHERE m.id IN $ids SET m.extracted_by = NULL",
+            {"ids": list(memory_ids)},
+        )
+
+    def count_before(self, memory_id: str, *, context: str | None) -> int:
+        """Live memories with an id up to `memory_id`: where a resumed backfill starts."""
+        params: dict[str, Any] = {"after": memory_id}
+        where = "m.lifecycle <> 'archived' AND m.id <= $after"
+        if context is not None:
+            where += " AND m.context = $context"
+            params["context"] = context
+        return int(self.read(f"MATCH (m:Memory) WHERE {where} RETURN count(*)", params)[0][0])
+
+    def count_pending_extraction(self, *, context: str | None, include_done: bool) -> int:
+        conditions = ["m.lifecycle <> 'archived'"]
+        params: dict[str, Any] = {}
+        if not include_done:
+            conditions.append("m.extracted_by IS NULL")
+        if context is not None:
+            conditions.append("m.context = $context")
+            params["context"] = context
+        rows = self.read(
+            f"MATCH (m:Memory) WHERE {' AND '.join(conditions)} RETURN count(*)", params
+        )
+        return int(rows[0][0])
+
+    def merge_entities(self, primary: str, duplicates: Sequence[str]) -> int:
+        """Move every mention and fact end of the duplicates onto the primary, record their
+        names as aliases of it, delete them. Returns the number of edges moved."""
+        dupes = [d for d in dict.fromkeys(duplicates) if d != primary]
+        if not dupes:
+            raise InvalidInput("give at least one duplicate that is not the primary")
+        known = {
+            r[0]
+            for r in self.read(
+                "MATCH (e:Entity) WHERE e.id IN $i RETURN e.id", {"i": [primary, *dupes]}
+            )
+        }
+        for entity in [primary, *dupes]:
+            if entity not in known:
+                raise NotFound(f"no entity with id {entity!r}", id=entity)
+        moved = 0
+        with self.transaction():
+            for rel, pattern in (
+                ("MENTIONS", "(m:Memory)-[r:MENTIONS]->(d:Entity)"),
+                ("SUBJECT", "(m:Fact)-[r:SUBJECT]->(d:Entity)"),
+                ("OBJECT", "(m:Fact)-[r:OBJECT]->(d:Entity)"),
+            ):
+                keep = (
+                    " ON CREATE SET x.name = r.name, x.extractor = r.extractor"
+                    if rel == "MENTIONS"
+                    else ""
+                )  # a memory that named both keeps one mention
+                rows = self.execute(
+                    f"MATCH {pattern}, (p:Entity {{id: $p}}) WHERE d.id IN $d "
+                    f"MERGE (m)-[x:{rel}]->(p){keep} RETURN count(*)",
+                    {"p": primary, "d": dupes},
+                )
+                moved += int(rows[0][0]) if rows else 0
+            self.execute(
+                "MATCH (a:EntityAlias) WHERE a.entity IN $d SET a.entity = $p",
+                {"p": primary, "d": dupes},
+            )
+            self.execute(
+                "UNWIND $d AS dup MERGE (a:EntityAlias {norm: dup}) SET a.entity = $p",
+                {"p": primary, "d": dupes},
+            )
+            self.execute("MATCH (e:Entity) WHERE e.id IN $d DETACH DELETE e", {"d": dupes})
+        return moved
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def list_entities(
+        self, *, query: str | None, label: str | None, limit: int
+    ) -> list[tuple[str, str, str, int, int, list[str]]]:
+        """(id, name, label, mentions, facts, aliases), most mentioned first."""
+        conditions: list[str] = []
+        params: dict[str, Any] = {"limit": limit}
+        if query:
+            conditions.append("(e.norm CONTAINS $q OR lower(e.name) CONTAINS $q)")
+            params["q"] = query.lower()
+        if label:
+            conditions.append("e.label = $label")
+            params["label"] = label
+        where = f"WHERE {' AND '.join(conditions)} " if conditions else ""
+        rows = self.read(
+            f"MATCH (e:Entity) {where}"
+            "OPTIONAL MATCH (m:Memory)-[:MENTIONS]->(e) "
+            "WITH e, count(m) AS mentions "
+            "OPTIONAL MATCH (f:Fact)-[:SUBJECT|OBJECT]->(e) "
+            "WITH e, mentions, count(DISTINCT f) AS facts "
+            "OPTIONAL MATCH (a:EntityAlias) WHERE a.entity = e.id "
+            "RETURN e.id, e.name, e.label, mentions, facts, collect(a.norm) "
+            "ORDER BY mentions DESC, e.id LIMIT $limit",
+            params,
+        )
+        return [(r[0], r[1], r[2], int(r[3]), int(r[4]), sorted(r[5] or [])) for r in rows]
+
+    def graph_counts(self) -> dict[str, int]:
+        return {
+            name: int(self.read(f"MATCH (n:{name}) RETURN count(*)")[0][0])
+            for name in ("Entity", "Fact")
+        } | {
+            "mentions": int(self.read("MATCH ()-[r:MENTIONS]->() RETURN count(*)")[0][0]),
+            "extracted": int(
+                self.read("MATCH (m:Memory) WHERE m.extracted_by IS NOT NULL RETURN count(*)")[0][0]
+            ),
+        }
+
+    def mentions_of(self, memory_ids: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(memory id, entity id, entity name) for the memories."""
+        if not memory_ids:
+            return []
+        return [
+            (r[0], r[1], r[2])
+            for r in self.read(
+                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids "
+                "RETURN m.id, e.id, e.name",
+                {"ids": list(memory_ids)},
+            )
+        ]
+
+    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        if not entity_ids:
+            return {}
+        return {
+            r[0]: int(r[1])
+            for r in self.read(
+                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids RETURN e.id, count(m)",
+                {"ids": list(entity_ids)},
+            )
+        }
+
+    def memories_mentioning(self, entity_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(entity id, memory id) for live memories that mention the entities."""
+        if not entity_ids:
+            return []
+        return [
+            (r[0], r[1])
+            for r in self.read(
+                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids "
+                "AND m.lifecycle <> 'archived' RETURN e.id, m.id",
+                {"ids": list(entity_ids)},
+            )
+        ]
+
+    def facts_between(self, entity_ids: Sequence[str]) -> list[tuple[str, str, str, str]]:
+        """(subject id, predicate, object id, fact id) for facts touching the entities."""
+        if not entity_ids:
+            return []
+        return [
+            (r[0], r[1], r[2], r[3])
+            for r in self.read(
+                "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
+                "WHERE s.id IN $ids OR o.id IN $ids RETURN s.id, f.predicate, o.id, f.id",
+                {"ids": list(entity_ids)},
+            )
+        ]
+
+    def supersession_links(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(newer, older) SUPERSEDES pairs touching the memories."""
+        if not memory_ids:
+            return []
+        return [
+            (r[0], r[1])
+            for r in self.read(
+                "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) WHERE n.id IN $ids OR o.id IN $ids "
+                "RETURN n.id, o.id",
+                {"ids": list(memory_ids)},
+            )
+        ]
+
+    def facts_of_memories(
+        self, memory_ids: Sequence[str]
+    ) -> list[tuple[str, str, str, str, str, str]]:
+        """(memory id, fact id, subject, predicate, object, text) extracted from the memories."""
+        if not memory_ids:
+            return []
+        return [
+            (r[0], r[1], r[2], r[3], r[4], r[5])
+            for r in self.read(
+                "MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) WHERE m.id IN $ids "
+                "RETURN m.id, f.id, f.subject, f.predicate, f.object, f.text",
+                {"ids": list(memory_ids)},
+            )
+        ]

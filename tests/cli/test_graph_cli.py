@@ -1,0 +1,77 @@
+"""The graph commands of the `graphmem` CLI: backfill extraction with a summary, list and merge
+entities, multi-hop recall with paths; each with --json and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from graphmem.cli.app import app
+
+
+@pytest.fixture
+def invoke(tmp_path: Path) -> Callable[..., Result]:
+    runner = CliRunner()
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("GRAPHMEM_")}
+    env.update(
+        GRAPHMEM_HOME=str(tmp_path / "store"),
+        GRAPHMEM_EMBEDDING_PROVIDER="hash",
+        GRAPHMEM_EXTRACT_ON_WRITE="false",
+    )
+    return lambda *args: runner.invoke(app, list(args), env=env)
+
+
+def as_json(result: Result) -> Any:
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def stored(invoke: Callable[..., Result]) -> list[str]:
+    texts = [
+        "The billing migration caused an index lock on the orders table.",
+        "The index lock was mitigated by the rollback runbook.",
+        "The api uses Postgres.",
+        "The api uses PostgreSQL.",
+    ]
+    return [as_json(invoke("store", "-c", text, "--json"))["id"] for text in texts]
+
+
+def test_index_triples_reports_what_it_did_and_then_that_nothing_is_left(
+    invoke: Callable[..., Result], stored: list[str]
+) -> None:
+    dry = as_json(invoke("index-triples", "--dry-run", "--json"))
+    assert dry["dry_run"] and dry["memories"] == 4 and dry["remaining"] == 4
+    shown = invoke("index-triples", "--batch-size", "2")
+    assert shown.exit_code == 0
+    assert "4 memories processed" in shown.stdout and "0 memories still pending" in shown.stdout
+    assert as_json(invoke("index-triples", "--json"))["memories"] == 0
+
+
+def test_entities_merge_and_multihop(invoke: Callable[..., Result], stored: list[str]) -> None:
+    invoke("index-triples")
+    listed = as_json(invoke("entities", "postgres", "--json"))["entities"]
+    assert {e["id"] for e in listed} == {"postgres", "postgresql"}
+    merged = as_json(invoke("merge-entities", "postgresql", "postgres", "--json"))
+    assert merged["merged"] == ["postgres"]
+    text = invoke("entities", "postgres").stdout
+    assert "aka postgres" in text
+    result = as_json(invoke("multihop", "billing migration", "--seeds", "1", "--json"))
+    assert result["hits"][0]["memory"]["id"] == stored[0]
+    assert any("index lock" in h["path_text"] for h in result["hits"])
+    shown = invoke("multihop", "billing migration", "--seeds", "1").stdout
+    assert "-mentions-> index lock" in shown
+
+
+def test_errors_are_one_line_with_their_exit_code(invoke: Callable[..., Result]) -> None:
+    missing = invoke("merge-entities", "a", "b")
+    assert missing.exit_code == 3 and "no entity" in missing.stderr
+    bad = invoke("multihop", "x", "--max-hops", "9")
+    assert bad.exit_code == 2 and "max_hops" in bad.stderr
+    assert invoke("index-triples", "--limit", "0").exit_code == 2

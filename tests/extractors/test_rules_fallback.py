@@ -1,0 +1,111 @@
+"""Golden sentences without a statistical model: patterns, phrases and verb patterns only."""
+
+from __future__ import annotations
+
+import pytest
+from extraction_checks import assert_well_formed, labels, triples
+from graphmem.extractors import Extraction, get_extractor
+from graphmem.extractors.spacy_extractor import SpacyExtractor
+
+GOLDEN: list[tuple[str, dict[str, str], set[tuple[str, str, str]]]] = [
+    (
+        "The billing-service depends on Redis and uses PostgreSQL 16.",
+        {
+            "billing-service": "service",
+            "redis": "package",
+            "postgresql": "package",
+            "postgresql 16": "version",
+        },
+        {("billing-service", "depends_on", "redis"), ("billing-service", "uses", "postgresql")},
+    ),
+    (
+        "The billing migration caused an index lock on PAY-123.",
+        {"billing migration": "concept", "index lock": "concept", "pay-123": "ticket"},
+        {("billing migration", "caused", "index lock")},
+    ),
+    (
+        "The index lock was mitigated by the rollback runbook.",
+        {"index lock": "concept", "rollback runbook": "concept"},
+        {("index lock", "mitigated_by", "rollback runbook")},
+    ),
+    (
+        "We migrated the auth service from MySQL to PostgreSQL.",
+        {"auth service": "service", "mysql": "package", "postgresql": "package"},
+        {
+            ("auth service", "migrated_from", "mysql"),
+            ("auth service", "migrated_to", "postgresql"),
+        },
+    ),
+    (
+        "Set DATABASE_URL in ./config/settings.yaml; the API returned HTTP 502.",
+        {
+            "database_url": "env_var",
+            "./config/settings.yaml": "path",
+            "api": "concept",
+            "http 502": "http_status",
+        },
+        set(),
+    ),
+    (
+        "Redis was replaced by Valkey in v2.1.3 (see #47).",
+        {"redis": "package", "valkey": "package", "v2.1.3": "version", "#47": "ticket"},
+        {("valkey", "replaced", "redis")},
+    ),
+    (
+        "The ledger-api is owned by the payments team.",
+        {"ledger-api": "service", "payments team": "concept"},
+        {("ledger-api", "owned_by", "payments team")},
+    ),
+    (
+        "We mitigated the outage with a feature flag.",
+        {"outage": "concept", "feature flag": "concept"},
+        {("outage", "mitigated_by", "feature flag")},
+    ),
+    (
+        "Caroline: I went to the LGBTQ support group yesterday.",
+        {"caroline": "person", "lgbtq": "concept", "lgbtq support group": "concept"},
+        set(),
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def golden(rules_extractor: SpacyExtractor) -> list[Extraction]:
+    return rules_extractor.extract([text for text, _, _ in GOLDEN])
+
+
+@pytest.mark.parametrize("case", range(len(GOLDEN)), ids=[t[:40] for t, _, _ in GOLDEN])
+def test_golden_sentence_without_a_model(golden: list[Extraction], case: int) -> None:
+    _, expected_labels, expected_facts = GOLDEN[case]
+    extraction = golden[case]
+    assert labels(extraction) == expected_labels
+    assert triples(extraction) == expected_facts
+    assert_well_formed(extraction)
+    assert {f.confidence for f in extraction.facts} <= {0.6}
+
+
+def test_rules_extractor_never_loads_a_model(rules_extractor: SpacyExtractor) -> None:
+    assert rules_extractor.name == "rules"
+    assert not rules_extractor.uses_model
+    [extraction] = rules_extractor.extract(["Kafka replaced RabbitMQ."])
+    assert extraction.extractor == "rules"
+    assert get_extractor("rules").name == "rules"
+
+
+def test_a_missing_model_falls_back_to_rules(caplog: pytest.LogCaptureFixture) -> None:
+    extractor = get_extractor("spacy", model="no_such_spacy_model_pkg")
+    assert extractor.name == "rules"
+    assert "not installed" in caplog.text
+    [extraction] = extractor.extract(["The auth-api depends on Redis."])
+    assert triples(extraction) == {("auth-api", "depends_on", "redis")}
+
+
+def test_capitalised_runs_inside_a_sentence_are_entities(rules_extractor: SpacyExtractor) -> None:
+    [extraction] = rules_extractor.extract(["We met Maria Lopez at Google Cloud Next."])
+    assert {"maria lopez", "google cloud next"} <= set(labels(extraction))
+    assert "we" not in labels(extraction)
+
+
+def test_a_new_sentence_starts_a_new_subject(rules_extractor: SpacyExtractor) -> None:
+    [extraction] = rules_extractor.extract(["The auth-api uses Redis. Kafka caused the lag."])
+    assert triples(extraction) == {("auth-api", "uses", "redis"), ("kafka", "caused", "lag")}

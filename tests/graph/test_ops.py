@@ -1,0 +1,168 @@
+"""Entities and facts from real extraction (spaCy, or its rules when the model is missing):
+on write in the background, by backfill, resolved to one entity per thing, walked by
+multi-hop recall with the path that reached each hit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graphmem.embeddings.hashing import HashEmbedder
+from graphmem.errors import InvalidInput, NotFound
+from graphmem.service import GraphMemory
+from graphmem.settings import load_settings
+
+HISTORY = [
+    {"content": "The billing migration caused an index lock on the orders table.",
+     "session_id": "s1", "kind": "incident"},
+    {"content": "The index lock was mitigated by the rollback runbook.", "session_id": "s2"},
+    {"content": "The rollback runbook reverts the last Alembic migration with kubectl.",
+     "session_id": "s3", "kind": "runbook"},
+    {"content": "The checkout-service depends on Redis for carts.", "session_id": "s4"},
+    {"content": "Lunch is at noon on Fridays.", "session_id": "s5"},
+]  # fmt: skip
+
+
+def _open(path: Path, *, background: bool) -> GraphMemory:
+    settings = load_settings(path, environ={}, overrides={"extract_on_write": background})
+    return GraphMemory(settings, embedder=HashEmbedder(), extract_in_background=background)
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[GraphMemory]:
+    """A long-lived store: extraction runs in the background after each write."""
+    gm = _open(tmp_path / "store", background=True)
+    yield gm
+    gm.close()
+
+
+@pytest.fixture
+def oneshot(tmp_path: Path) -> Iterator[GraphMemory]:
+    """A one-shot command's store: new memories wait for a backfill."""
+    gm = _open(tmp_path / "store", background=False)
+    yield gm
+    gm.close()
+
+
+def _entity_ids(gm: GraphMemory) -> set[str]:
+    return {e.id for e in gm.list_entities(limit=200).entities}
+
+
+def test_writes_are_extracted_in_the_background(live: GraphMemory) -> None:
+    live.remember_many(HISTORY)
+    assert live.wait_for_extraction(timeout=60)
+    assert {"index lock", "rollback runbook", "redis", "checkout-service"} <= _entity_ids(live)
+    assert live.store.pending_extraction_ids() == []
+
+
+def test_a_one_shot_store_leaves_memories_pending_and_the_backfill_catches_up(
+    oneshot: GraphMemory,
+) -> None:
+    oneshot.remember_many(HISTORY)
+    assert len(oneshot.store.pending_extraction_ids()) == len(HISTORY)
+    report = oneshot.index_triples(batch_size=2)
+    assert report.memories == len(HISTORY) and report.remaining == 0
+    assert report.entities >= 8 and report.facts >= 2
+    again = oneshot.index_triples()
+    assert again.memories == 0 and again.remaining == 0
+
+
+def test_dry_run_limit_and_context_restrict_what_is_written(oneshot: GraphMemory) -> None:
+    oneshot.remember_many(HISTORY)
+    oneshot.remember("The payments-api uses Stripe.", context="billing")
+    dry = oneshot.index_triples(dry_run=True)
+    assert dry.dry_run and dry.memories == len(HISTORY) + 1 and dry.entities > 0
+    assert oneshot.list_entities().entities == []
+    only = oneshot.index_triples(context="billing")
+    assert only.memories == 1 and only.remaining == len(HISTORY)
+    assert "stripe" in _entity_ids(oneshot)
+    assert oneshot.index_triples(limit=2).memories == 2
+
+
+def test_force_extracts_again_and_resume_continues_an_interrupted_forced_run(
+    oneshot: GraphMemory,
+) -> None:
+    oneshot.remember_many(HISTORY)
+    oneshot.index_triples()
+    first = oneshot.index_triples(force=True, limit=2, batch_size=1)  # "interrupted" after two
+    assert first.memories == 2
+    rest = oneshot.index_triples(force=True, resume=True, batch_size=1)
+    assert rest.memories == len(HISTORY) - 2
+    assert oneshot.index_triples(force=True, resume=True).memories == len(HISTORY)  # finished
+
+
+def test_spellings_of_one_thing_become_one_entity(oneshot: GraphMemory) -> None:
+    oneshot.remember_many(
+        [
+            {"content": "The JWT expires after an hour."},
+            {"content": "We rotate JWTs every day."},
+            {"content": "The billing-service calls Stripe."},
+            {"content": "The billing service retries failed charges."},
+        ]
+    )
+    oneshot.index_triples()
+    ids = _entity_ids(oneshot)
+    assert "jwt" in ids and "jwts" not in ids
+    billing = [e for e in oneshot.list_entities("billing").entities if "service" in e.id]
+    assert len(billing) == 1 and billing[0].mentions == 2
+
+
+def test_editing_a_memory_replaces_what_was_extracted_from_it(oneshot: GraphMemory) -> None:
+    memory = oneshot.remember("The checkout-service depends on Redis.")
+    oneshot.index_triples()
+    oneshot.update(memory.id, content="The checkout-service depends on Memcached.")
+    oneshot.index_triples()
+    mentioned = {e for _, e, _ in oneshot.store.mentions_of([memory.id])}
+    assert "memcached" in mentioned and "redis" not in mentioned
+
+
+def test_merged_entities_keep_their_links_and_new_mentions_resolve_to_the_primary(
+    oneshot: GraphMemory,
+) -> None:
+    oneshot.remember_many(
+        [{"content": "The api uses Postgres."}, {"content": "The api uses PostgreSQL."}]
+    )
+    oneshot.index_triples()
+    report = oneshot.merge_entities("postgresql", ["postgres"])
+    assert report.merged == ["postgres"] and report.edges_moved >= 1
+    oneshot.remember("Postgres needs a vacuum on Sundays.")
+    oneshot.index_triples()
+    entity = next(e for e in oneshot.list_entities("postgres").entities)
+    assert entity.id == "postgresql" and entity.aliases == ["postgres"] and entity.mentions == 3
+    with pytest.raises(NotFound):
+        oneshot.merge_entities("postgresql", ["no-such-entity"])
+
+
+def test_multihop_reaches_the_fix_through_the_shared_entity_and_shows_the_path(
+    oneshot: GraphMemory,
+) -> None:
+    stored = oneshot.remember_many(HISTORY)
+    oneshot.index_triples()
+    result = oneshot.recall_multihop("billing migration", seed_k=1, max_hops=2, limit=5)
+    by_id = {h.memory.id: h for h in result.hits}
+    seed, fix, runbook = (by_id.get(m.id) for m in stored[:3])
+    assert seed is not None and seed.seed and seed.hops == 0
+    assert fix is not None and not fix.seed and fix.hops == 1
+    assert "index lock" in fix.path_text and fix.path_text.startswith("The billing migration")
+    # the fact "index lock -mitigated_by-> rollback runbook" leads straight to the runbook
+    assert runbook is not None and runbook.hops == 1 and "-mitigated_by->" in runbook.path_text
+    lunch = by_id.get(stored[4].id)  # shares nothing with the question: no path, ranked below
+    assert lunch is None or (lunch.hops is None and lunch.score < runbook.score)
+    assert result.subgraph["entities"] >= 2
+
+
+def test_multihop_filters_apply_to_the_hits_not_the_walk(oneshot: GraphMemory) -> None:
+    stored = oneshot.remember_many(HISTORY)
+    oneshot.index_triples()
+    result = oneshot.recall_multihop("billing migration", seed_k=1, filters={"kind": "runbook"})
+    assert [h.memory.id for h in result.hits] == [stored[2].id]
+
+
+@pytest.mark.parametrize("bad", [{"max_hops": 9}, {"seed_k": 0}, {"limit": 0}, {"damping": 1.5}])
+def test_multihop_refuses_out_of_range_arguments(
+    oneshot: GraphMemory, bad: dict[str, float]
+) -> None:
+    with pytest.raises(InvalidInput):
+        oneshot.recall_multihop("anything", **bad)  # type: ignore[arg-type]

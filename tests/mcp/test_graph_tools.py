@@ -1,0 +1,44 @@
+"""The graph tools over MCP: a client backfills extraction, lists and merges entities, and asks
+a multi-hop question whose answer carries its path."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+from tool_calls import call, fail
+
+from graphmem.service import GraphMemory
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_graph_tools_are_listed_with_honest_hints(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    for name in ("recall_multihop", "list_entities"):
+        assert tools[name].annotations.read_only_hint is True
+    assert tools["merge_entities"].annotations.destructive_hint is True
+    assert tools["index_triples"].annotations.read_only_hint is False
+
+
+async def test_backfill_then_multihop_returns_the_path(client: Client, gm: GraphMemory) -> None:
+    gm.remember("The billing migration caused an index lock on the orders table.")
+    gm.remember("The index lock was mitigated by the rollback runbook.")
+    report = await call(client, "index_triples", limit=10)
+    assert report["memories"] == 2 and report["remaining"] == 0
+    entities = await call(client, "list_entities", query="lock")
+    assert [e["id"] for e in entities["entities"]] == ["index lock"]
+    result = await call(client, "recall_multihop", query="billing migration", seed_k=1)
+    walked = [h for h in result["hits"] if not h["seed"]]
+    assert walked and "index lock" in walked[0]["path_text"]
+
+
+async def test_merge_entities_and_its_errors(client: Client, gm: GraphMemory) -> None:
+    gm.remember("The api uses Postgres.")
+    gm.remember("The api uses PostgreSQL.")
+    await call(client, "index_triples")
+    merged = await call(client, "merge_entities", primary="postgresql", duplicates=["postgres"])
+    assert merged["merged"] == ["postgres"]
+    assert "no entity" in await fail(
+        client, "merge_entities", primary="postgresql", duplicates=["x"]
+    )
+    assert "max_hops" in await fail(client, "recall_multihop", query="api", max_hops=7)
