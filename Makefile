@@ -27,10 +27,10 @@ test: setup lint
 	$(BIN)/python -m pytest -q
 
 eval-quick: setup
-	$(BIN)/python -m eval locomo --conversations 1 --system all --out eval/results/locomo_quick.json
+	$(BIN)/python -m eval all --quick
 
 eval: setup
-	$(BIN)/python -m eval locomo --system all --out eval/results/locomo_dev.json
+	$(BIN)/python -m eval all
 
 bench: setup
 	$(BIN)/python -m eval bench --memories 10000 --out eval/results/bench_10k.json

@@ -1,4 +1,5 @@
-"""`python -m eval locomo|bench|extract ...`: runs an evaluation and writes JSON results."""
+"""`python -m eval locomo|longmemeval|beir|all|bench|extract ...`: runs an evaluation and writes
+JSON results."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ def run_bench(n: int, queries: int, *, embedder: Embedder, single: int = 200) ->
     rng = random.Random(11)
     with tempfile.TemporaryDirectory(prefix="graphmem-bench-") as tmp:
         lines = [json.dumps(m) for m in memories]
-        with open_store(Path(tmp) / "store", embedder=embedder) as gm:
+        with open_store(Path(tmp) / "store", embedder=embedder, extract_on_write=False) as gm:
             embedder.embed(["warm up"])
             started = time.perf_counter()
             report = gm.import_jsonl(lines)

@@ -31,7 +31,7 @@ def run_knowledge_bench(
         memory["created_at"] = (START + timedelta(minutes=i * 105)).isoformat()
     with (
         tempfile.TemporaryDirectory(prefix="graphmem-kbench-") as tmp,
-        open_store(Path(tmp) / "store", embedder=embedder) as gm,
+        open_store(Path(tmp) / "store", embedder=embedder, extract_on_write=False) as gm,
     ):
         started = time.perf_counter()
         stored = gm.remember_many(memories)
