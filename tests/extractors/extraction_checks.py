@@ -26,3 +26,36 @@ def assert_well_formed(extraction: Extraction) -> None:
         assert fact.subject in norms and fact.object in norms, fact
         assert 0.0 <= fact.confidence <= 1.0
         assert fact.predicate == fact.predicate.lower() and " " not in fact.predicate
+
+
+# sentences both the model and the rules alone must get exactly right
+SHARED_GOLDEN: list[tuple[str, dict[str, str], set[tuple[str, str, str]]]] = [
+    (
+        "The billing-service depends on Redis and uses PostgreSQL 16.",
+        {
+            "billing-service": "service",
+            "redis": "package",
+            "postgresql": "package",
+            "postgresql 16": "version",
+        },
+        {("billing-service", "depends_on", "redis"), ("billing-service", "uses", "postgresql")},
+    ),
+    (
+        "The billing migration caused an index lock on PAY-123.",
+        {"billing migration": "concept", "index lock": "concept", "pay-123": "ticket"},
+        {("billing migration", "caused", "index lock")},
+    ),
+    (
+        "The index lock was mitigated by the rollback runbook.",
+        {"index lock": "concept", "rollback runbook": "concept"},
+        {("index lock", "mitigated_by", "rollback runbook")},
+    ),
+    (
+        "We migrated the auth service from MySQL to PostgreSQL.",
+        {"auth service": "service", "mysql": "package", "postgresql": "package"},
+        {
+            ("auth service", "migrated_from", "mysql"),
+            ("auth service", "migrated_to", "postgresql"),
+        },
+    ),
+]

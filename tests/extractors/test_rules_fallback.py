@@ -3,39 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from extraction_checks import assert_well_formed, labels, triples
+from extraction_checks import SHARED_GOLDEN, assert_well_formed, labels, triples
 from graphmem.extractors import Extraction, get_extractor
 from graphmem.extractors.spacy_extractor import SpacyExtractor
 
 GOLDEN: list[tuple[str, dict[str, str], set[tuple[str, str, str]]]] = [
-    (
-        "The billing-service depends on Redis and uses PostgreSQL 16.",
-        {
-            "billing-service": "service",
-            "redis": "package",
-            "postgresql": "package",
-            "postgresql 16": "version",
-        },
-        {("billing-service", "depends_on", "redis"), ("billing-service", "uses", "postgresql")},
-    ),
-    (
-        "The billing migration caused an index lock on PAY-123.",
-        {"billing migration": "concept", "index lock": "concept", "pay-123": "ticket"},
-        {("billing migration", "caused", "index lock")},
-    ),
-    (
-        "The index lock was mitigated by the rollback runbook.",
-        {"index lock": "concept", "rollback runbook": "concept"},
-        {("index lock", "mitigated_by", "rollback runbook")},
-    ),
-    (
-        "We migrated the auth service from MySQL to PostgreSQL.",
-        {"auth service": "service", "mysql": "package", "postgresql": "package"},
-        {
-            ("auth service", "migrated_from", "mysql"),
-            ("auth service", "migrated_to", "postgresql"),
-        },
-    ),
+    *SHARED_GOLDEN,
     (
         "Set DATABASE_URL in ./config/settings.yaml; the API returned HTTP 502.",
         {
