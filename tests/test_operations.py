@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,8 @@ def test_backup_while_writes_go_on_holds_a_consistent_store(tmp_path: Path) -> N
     serving = threading.Thread(target=owner.serve, daemon=True)
     serving.start()
     try:
-        while live_owner(settings.home) is None:
+        deadline = time.monotonic() + 30
+        while live_owner(settings.home) is None and time.monotonic() < deadline:
             serving.join(timeout=0.05)
         writer_client, backup_client = connect(settings), connect(settings)
         assert writer_client is not None and backup_client is not None
@@ -96,7 +98,8 @@ def test_restore_refuses_a_live_store_unless_forced_and_then_stops_its_owner(
     serving = threading.Thread(target=owner.serve, daemon=True)
     serving.start()
     try:
-        while live_owner(target.home) is None:
+        deadline = time.monotonic() + 30
+        while live_owner(target.home) is None and time.monotonic() < deadline:
             serving.join(timeout=0.05)
         with pytest.raises(Conflict, match="live"):
             restore(backed_up, target)

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from graphmem.daemon.paths import OwnerInfo, owner_file, socket_path_for
+from graphmem.daemon.paths import OwnerInfo, owner_file, socket_path_for, write_owner_record
 from graphmem.daemon.protocol import (
     MAX_LINE,
     METHODS,
@@ -153,7 +153,7 @@ class Owner:
             os.umask(old_umask)
         os.chmod(path, 0o600)
         info = OwnerInfo(pid=os.getpid(), socket=str(path), started=self._started)
-        owner_file(self.home).write_text(info.model_dump_json(), encoding="utf-8")
+        write_owner_record(self.home, info)
         self._install_signals()
         threading.Thread(target=self._watch_idle, name="graphmem-idle", daemon=True).start()
         self.jobs.submit(self._warm_up)

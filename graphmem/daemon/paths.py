@@ -55,6 +55,14 @@ def _answers(path: str) -> bool:
         probe.close()
 
 
+def write_owner_record(home: Path, info: OwnerInfo) -> None:
+    """Write then rename: a reader never sees half a record (and would delete it as corrupt)."""
+    record = owner_file(home)
+    partial = record.with_name(f".{record.name}.{os.getpid()}")
+    partial.write_text(info.model_dump_json(), encoding="utf-8")
+    os.replace(partial, record)
+
+
 def live_owner(home: Path) -> OwnerInfo | None:
     """The running owner of `home`, or None; a record left by a killed owner is removed."""
     record = owner_file(home)
