@@ -149,9 +149,11 @@ def recall(
             key=lambda pair: rows[pair[0].memory_id].lifecycle == "canonical" and pair[1] >= bar,
             reverse=True,
         )
-    memories = {cand.memory_id: rows[cand.memory_id].memory() for cand, _ in scored[:limit]}
+    memories = store.get_memories([cand.memory_id for cand, _ in scored[:limit]])
     hits = []
     for cand, score in scored[:limit]:
+        if cand.memory_id not in memories:  # deleted since it was scored
+            continue
         hits.append(
             Hit(
                 memory=memories[cand.memory_id],
