@@ -7,11 +7,13 @@ with the same message, before anything touches the store.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from graphmem.errors import InvalidInput, validation_message
 
 MemoryType = Literal["episodic", "semantic", "procedural", "working"]
 MemoryKind = Literal[
@@ -308,3 +310,15 @@ class RestoreReport(BaseModel):
     backup: BackupInfo
     previous_kept_at: str | None = None
     stopped_owner_pid: int | None = None
+
+
+def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
+    """A filter given as a model, a mapping (from JSON or MCP) or nothing, checked once."""
+    if filters is None:
+        return MemoryFilter()
+    if isinstance(filters, MemoryFilter):
+        return filters
+    try:
+        return MemoryFilter.model_validate(dict(filters))
+    except ValidationError as exc:
+        raise InvalidInput(validation_message(exc)) from exc

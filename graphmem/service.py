@@ -38,6 +38,7 @@ from graphmem.models import (
     StoreStats,
     parse_time,
     utcnow,
+    validate_filter,
 )
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
@@ -54,17 +55,6 @@ def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
         return item
     try:
         return MemoryInput.model_validate(dict(item))
-    except ValidationError as exc:
-        raise InvalidInput(validation_message(exc)) from exc
-
-
-def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
-    if filters is None:
-        return MemoryFilter()
-    if isinstance(filters, MemoryFilter):
-        return filters
-    try:
-        return MemoryFilter.model_validate(dict(filters))
     except ValidationError as exc:
         raise InvalidInput(validation_message(exc)) from exc
 

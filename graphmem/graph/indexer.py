@@ -116,29 +116,19 @@ class TripleIndexer:
                     firsts.setdefault(entity.norm, entity)
         if not firsts:
             return ids, [], {}
-        existing = self.store.entities_by_key([compact_key(n) for n in firsts])
+        known = self.store.entities_by_key([compact_key(n) for n in firsts])
         aliases: dict[str, str] = {}
-        created: dict[str, EntityRow] = {}  # key -> the row made in this batch
+        rows: list[EntityRow] = []
         for norm, entity in firsts.items():
             key = compact_key(norm)
-            candidates = existing.get(key, [])
-            if key in created:
-                candidates = [*candidates, (created[key].id, created[key].name)]
+            candidates = known.setdefault(key, [])  # earlier rows of this batch join them
             match = next((c for c in candidates if self._same_meaning(entity.name, c[1])), None)
             if match is not None:
                 ids[norm] = aliases[norm] = match[0]
                 continue
-            row = EntityRow(norm, entity.name, norm, key, entity.label)
-            created.setdefault(key, row)
+            rows.append(EntityRow(norm, entity.name, norm, key, entity.label))
+            candidates.append((norm, entity.name))
             ids[norm] = norm
-        rows = list({row.id: row for row in created.values()}.values())
-        # a norm whose key was taken in this batch but did not agree in meaning gets its own row
-        made = {row.id for row in rows}
-        rows += [
-            EntityRow(norm, firsts[norm].name, norm, compact_key(norm), firsts[norm].label)
-            for norm, entity_id in ids.items()
-            if norm in firsts and entity_id == norm and norm not in made
-        ]
         return ids, rows, aliases
 
     def _same_meaning(self, a: str, b: str) -> bool:

@@ -18,6 +18,7 @@ from graphmem.graph.models import (
     MultiHopHit,
     MultiHopResult,
 )
+from graphmem.models import validate_filter
 
 if TYPE_CHECKING:
     from graphmem.api import Filters
@@ -233,6 +234,4 @@ class GraphOps:
 
     def _allowed(self, filters: Filters, memory_ids: Sequence[str]) -> set[str]:
         """The walk may pass through any memory; the hits obey the caller's filters."""
-        from graphmem.service import validate_filter
-
         return set(self.store.get_scoring_rows(memory_ids, validate_filter(filters)))

@@ -176,33 +176,38 @@ class EntityRepository(KnowledgeRepository):
                 {"f": [r[0] for r in orphans]},
             )
 
-    def pending_extraction(
-        self, *, limit: int, context: str | None, include_done: bool, after: str | None = None
-    ) -> list[tuple[str, str]]:
-        """(id, text) of memories not yet extracted (or all, with include_done), oldest id first."""
+    @staticmethod
+    def _pending(context: str | None, include_done: bool, params: dict[str, Any]) -> str:
+        """Live memories still waiting for extraction (or all live ones), of one context."""
         conditions = ["m.lifecycle <> 'archived'"]
-        params: dict[str, Any] = {"limit": limit}
         if not include_done:
             conditions.append("m.extracted_by IS NULL")
         if context is not None:
             conditions.append("m.context = $context")
             params["context"] = context
+        return " AND ".join(conditions)
+
+    def pending_extraction(
+        self, *, limit: int, context: str | None, include_done: bool, after: str | None = None
+    ) -> list[tuple[str, str]]:
+        """(id, text) of memories not yet extracted (or all, with include_done), oldest id first."""
+        params: dict[str, Any] = {"limit": limit}
+        where = self._pending(context, include_done, params)
         if after is not None:
-            conditions.append("m.id > $after")
+            where += " AND m.id > $after"
             params["after"] = after
         rows = self.read(
-            f"MATCH (m:Memory) WHERE {' AND '.join(conditions)} "
+            f"MATCH (m:Memory) WHERE {where} "
             "RETURN m.id, m.title, m.content ORDER BY m.id LIMIT $limit",
             params,
         )
         return [(r[0], f"{r[1]}. {r[2]}" if r[1] else r[2]) for r in rows]
 
     def pending_extraction_ids(self) -> list[str]:
-        rows = self.read(
-            "MATCH (m:Memory) WHERE m.extracted_by IS NULL AND m.lifecycle <> 'archived' "
-            "RETURN m.id ORDER BY m.id"
-        )
-        return [r[0] for r in rows]
+        where = self._pending(None, False, {})
+        return [
+            r[0] for r in self.read(f"MATCH (m:Memory) WHERE {where} RETURN m.id ORDER BY m.id")
+        ]
 
     def texts_for_extraction(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(id, text) of those memories still waiting for extraction."""
@@ -223,24 +228,13 @@ class EntityRepository(KnowledgeRepository):
     def count_before(self, memory_id: str, *, context: str | None) -> int:
         """Live memories with an id up to `memory_id`: where a resumed backfill starts."""
         params: dict[str, Any] = {"after": memory_id}
-        where = "m.lifecycle <> 'archived' AND m.id <= $after"
-        if context is not None:
-            where += " AND m.context = $context"
-            params["context"] = context
+        where = self._pending(context, True, params) + " AND m.id <= $after"
         return int(self.read(f"MATCH (m:Memory) WHERE {where} RETURN count(*)", params)[0][0])
 
     def count_pending_extraction(self, *, context: str | None, include_done: bool) -> int:
-        conditions = ["m.lifecycle <> 'archived'"]
         params: dict[str, Any] = {}
-        if not include_done:
-            conditions.append("m.extracted_by IS NULL")
-        if context is not None:
-            conditions.append("m.context = $context")
-            params["context"] = context
-        rows = self.read(
-            f"MATCH (m:Memory) WHERE {' AND '.join(conditions)} RETURN count(*)", params
-        )
-        return int(rows[0][0])
+        where = self._pending(context, include_done, params)
+        return int(self.read(f"MATCH (m:Memory) WHERE {where} RETURN count(*)", params)[0][0])
 
     def merge_entities(self, primary: str, duplicates: Sequence[str]) -> int:
         """Move every mention and fact end of the duplicates onto the primary, record their
@@ -306,13 +300,17 @@ class EntityRepository(KnowledgeRepository):
             "OPTIONAL MATCH (m:Memory)-[:MENTIONS]->(e) "
             "WITH e, count(m) AS mentions "
             "OPTIONAL MATCH (f:Fact)-[:SUBJECT|OBJECT]->(e) "
-            "WITH e, mentions, count(DISTINCT f) AS facts "
-            "OPTIONAL MATCH (a:EntityAlias) WHERE a.entity = e.id "
-            "RETURN e.id, e.name, e.label, mentions, facts, collect(a.norm) "
+            "RETURN e.id, e.name, e.label, mentions, count(DISTINCT f) AS facts "
             "ORDER BY mentions DESC, e.id LIMIT $limit",
             params,
         )
-        return [(r[0], r[1], r[2], int(r[3]), int(r[4]), sorted(r[5] or [])) for r in rows]
+        aliases: dict[str, list[str]] = {}
+        for norm, entity in self.read(
+            "MATCH (a:EntityAlias) WHERE a.entity IN $ids RETURN a.norm, a.entity ORDER BY a.norm",
+            {"ids": [r[0] for r in rows]},
+        ):
+            aliases.setdefault(entity, []).append(norm)
+        return [(r[0], r[1], r[2], int(r[3]), int(r[4]), aliases.get(r[0], [])) for r in rows]
 
     def graph_counts(self) -> dict[str, int]:
         return {
@@ -384,21 +382,6 @@ class EntityRepository(KnowledgeRepository):
             for r in self.read(
                 "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) WHERE n.id IN $ids OR o.id IN $ids "
                 "RETURN n.id, o.id",
-                {"ids": list(memory_ids)},
-            )
-        ]
-
-    def facts_of_memories(
-        self, memory_ids: Sequence[str]
-    ) -> list[tuple[str, str, str, str, str, str]]:
-        """(memory id, fact id, subject, predicate, object, text) extracted from the memories."""
-        if not memory_ids:
-            return []
-        return [
-            (r[0], r[1], r[2], r[3], r[4], r[5])
-            for r in self.read(
-                "MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) WHERE m.id IN $ids "
-                "RETURN m.id, f.id, f.subject, f.predicate, f.object, f.text",
                 {"ids": list(memory_ids)},
             )
         ]
