@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     bench = sub.add_parser("bench", help="store rate, recall latency and RSS at N memories")
     bench.add_argument("--memories", type=int, default=10_000)
     bench.add_argument("--queries", type=int, default=200)
+    bench.add_argument(
+        "--pool", type=int, default=5_000, help="memories embedded here; the rest bring vectors"
+    )
     bench.add_argument("--embedding", default="local")
     bench.add_argument("--out", type=Path)
     kbench = sub.add_parser("bench-knowledge", help="timeline and as-of latency with chains")
@@ -174,7 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from eval.bench import run_bench
 
-        _write(run_bench(args.memories, args.queries, embedder=embedder), args.out)
+        result = run_bench(
+            args.memories,
+            args.queries,
+            embedder=embedder,
+            embedding=args.embedding,
+            pool_size=args.pool,
+        )
+        _write(result, args.out)
     return 0
 
 

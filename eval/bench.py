@@ -1,4 +1,5 @@
-"""Speed benchmark: batched import rate vs one-by-one stores, recall latency, store size, peak RSS.
+"""Speed benchmark at N memories: import rates (embedded here, and with vectors supplied), single
+stores, warm recall latency, `graphmem recall` from a new process, store size and peak RSS.
 
 Memories are synthetic engineering notes built from fixed word lists with a seeded RNG, so every
 run measures the same workload.
@@ -6,9 +7,12 @@ run measures the same workload.
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,42 +98,119 @@ def synthetic_memories(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return out
 
 
-def run_bench(n: int, queries: int, *, embedder: Embedder, single: int = 200) -> dict[str, Any]:
-    memories = synthetic_memories(n)
+def _scaled(pool: list[dict[str, Any]], start: int, stop: int) -> list[dict[str, Any]]:
+    """Memories start..stop, each a copy of a pool memory with its own ticket number, so the
+    pool's vector is (all but the ticket) its embedding."""
+    out = []
+    for i in range(start, stop):
+        base = pool[i % len(pool)]
+        content = base["content"].rsplit("(TICKET-", 1)[0] + f"(TICKET-{i})."
+        out.append({**base, "content": content})
+    return out
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _cold_recall_s(home: Path, query: str, embedding: str) -> float:
+    """Wall time of `graphmem recall` in a new process on the closed store, to its result."""
+    env = {**os.environ, "GRAPHMEM_HOME": str(home), "GRAPHMEM_EMBEDDING_PROVIDER": embedding}
+    command = [sys.executable, "-m", "graphmem", "recall", query, "--limit", "5", "--json"]
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0 or not json.loads(done.stdout):
+        raise RuntimeError(f"cold recall failed: {done.stderr[-500:]}")
+    return elapsed
+
+
+def run_bench(
+    n: int,
+    queries: int,
+    *,
+    embedder: Embedder,
+    embedding: str = "local",
+    pool_size: int = 5_000,
+    single: int = 200,
+    chunk: int = 50_000,
+) -> dict[str, Any]:
+    """Import `pool_size` memories through the embedder (the local import rate), the rest with
+    the pool's vectors supplied (the bulk rate), then time single stores and recall, warm and
+    from a new process."""
+    pool = synthetic_memories(min(pool_size, n))
     rng = random.Random(11)
+    label = embedder.space.label
     with tempfile.TemporaryDirectory(prefix="graphmem-bench-") as tmp:
-        lines = [json.dumps(m) for m in memories]
-        with open_store(Path(tmp) / "store", embedder=embedder, extract_on_write=False) as gm:
+        home = Path(tmp) / "store"
+        with open_store(home, embedder=embedder, extract_on_write=False) as gm:
             embedder.embed(["warm up"])
             started = time.perf_counter()
-            report = gm.import_jsonl(lines)
-            import_s = time.perf_counter() - started
-            print(f"imported {report.imported} in {import_s:.1f}s", file=sys.stderr)
+            report = gm.import_jsonl([json.dumps(m) for m in pool])
+            embedded_rate = report.imported / (time.perf_counter() - started)
+            print(f"embedded import: {embedded_rate:.0f}/s", file=sys.stderr)
+
+            ids, rows, matrix = gm.store.vectors(embedder.space)
+            pool_vectors = [  # the compact form: base64 of little-endian float32
+                base64.b64encode(matrix[rows[i]].astype("<f4").tobytes()).decode()
+                for i in ids[: len(pool)]
+            ]
+            supplied_s, supplied_n = 0.0, 0
+            for first in range(len(pool), n, chunk):
+                batch = _scaled(pool, first, min(first + chunk, n))
+                lines = [
+                    json.dumps(
+                        {
+                            **m,
+                            "vector": pool_vectors[(first + k) % len(pool)],
+                            "embedding_space": label,
+                        }
+                    )
+                    for k, m in enumerate(batch)
+                ]
+                started = time.perf_counter()
+                supplied_n += gm.import_jsonl(lines).vectors_supplied
+                supplied_s += time.perf_counter() - started
+                print(f"imported {first + len(batch)} / {n}", file=sys.stderr)
 
             started = time.perf_counter()
             for m in synthetic_memories(single, seed=99):
                 gm.remember(**m)
             single_rate = single / (time.perf_counter() - started)
 
+            def question() -> str:
+                return f"why did {rng.choice(SERVICES)} {rng.choice(EVENTS)}? {rng.choice(CAUSES)}"
+
+            started = time.perf_counter()
+            gm.recall(question(), limit=10)
+            first_query_ms = (time.perf_counter() - started) * 1000
             latencies = []
             for _ in range(queries):
-                q = f"why did {rng.choice(SERVICES)} {rng.choice(EVENTS)}? {rng.choice(CAUSES)}"
+                q = question()
                 started = time.perf_counter()
                 gm.recall(q, limit=10)
                 latencies.append((time.perf_counter() - started) * 1000)
-            store_bytes = gm.stats().store_bytes
-        import_rate = report.imported / import_s
+        peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        store_bytes = _dir_bytes(home)
+        cold = sorted(_cold_recall_s(home, question(), embedding) for _ in range(3))
+        total = n + single
         return {
             "benchmark": "bench",
-            "memories": n,
-            "embedding_space": embedder.space.label,
-            "import_memories_per_s": round(import_rate, 1),
+            "memories": total,
+            "embedding_space": label,
+            "embedded_import_memories_per_s": round(embedded_rate, 1),
+            "embedded_import_memories": report.imported,
+            "supplied_vector_import_memories_per_s": (
+                round(supplied_n / supplied_s, 1) if supplied_s else None
+            ),
+            "supplied_vector_import_memories": supplied_n,
             "single_store_memories_per_s": round(single_rate, 1),
-            "batched_speedup": round(import_rate / single_rate, 2),
             "recall_queries": queries,
+            "recall_first_query_ms": round(first_query_ms, 1),
             "recall_ms_p50": percentile(latencies, 50),
             "recall_ms_p95": percentile(latencies, 95),
+            "cold_recall_s_median": round(cold[1], 3),
             "store_bytes": store_bytes,
-            "store_bytes_per_memory": round(store_bytes / (n + single), 1),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "store_bytes_per_memory": round(store_bytes / total, 1),
+            "peak_rss_mb": round(peak_rss_mb, 1),
         }

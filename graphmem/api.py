@@ -182,14 +182,16 @@ class MemoryAPI(KnowledgeAPI, GraphAPI, Protocol):
 
     def backup(self, dest: str | Path) -> BackupInfo: ...
 
-    def export_page(self, cursor: str | None = None, *, limit: int = 1000) -> MemoryPage: ...
+    def export_page(
+        self, cursor: str | None = None, *, limit: int = 1000, with_vectors: bool = False
+    ) -> MemoryPage: ...
 
     def import_jsonl(
         self,
         lines: Iterable[str],
         *,
         on_error: str = "continue",
-        batch_size: int = 256,
+        batch_size: int = 2048,
         first_line: int = 1,
         on_progress: Progress | None = None,
     ) -> ImportReport: ...

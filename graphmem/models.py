@@ -245,6 +245,9 @@ class RecallResult(BaseModel):
 class MemoryPage(BaseModel):
     memories: list[Memory]
     next_cursor: str | None = None
+    # with_vectors: id -> base64 of the little-endian float32 vector, in `embedding_space`
+    vectors: dict[str, str] | None = None
+    embedding_space: str | None = None
 
 
 class StoreStats(BaseModel):
@@ -283,6 +286,7 @@ class DbStatus(BaseModel):
 class ImportReport(BaseModel):
     imported: int
     skipped: int
+    vectors_supplied: int = 0  # imported with the line's own vector, not embedded here
     errors: list[dict[str, Any]] = Field(default_factory=list)
     seconds: float
 

@@ -6,15 +6,18 @@ the storage layer, so transports never see Cypher and the store never sees unval
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import ValidationError
 
-from graphmem.embeddings.base import Embedder
+from graphmem.embeddings.base import Embedder, EmbeddingSpace
 from graphmem.embeddings.factory import make_embedder
 from graphmem.errors import EmbeddingError, InvalidInput, check_limit, validation_message
 from graphmem.graph.background import Extraction
@@ -275,17 +278,30 @@ class GraphMemory(KnowledgeOps, GraphOps):
         """A consistent copy of the store in a new directory, taken while it keeps serving."""
         return take_backup(self.store, Path(dest))
 
-    def export_page(self, cursor: str | None = None, *, limit: int = 1000) -> MemoryPage:
-        """Every memory, archived ones included, oldest first, a page at a time (for export)."""
+    def export_page(
+        self, cursor: str | None = None, *, limit: int = 1000, with_vectors: bool = False
+    ) -> MemoryPage:
+        """Every memory, archived ones included, oldest first, a page at a time (for export).
+        With vectors, an import into a store of the same embedding space skips embedding."""
         check_limit(limit, most=10_000)
-        return self.store.export_page(cursor, limit=limit)
+        page = self.store.export_page(cursor, limit=limit)
+        if with_vectors:
+            space = self.embedder.space
+            _, rows, matrix = self.store.vectors(space)
+            page.embedding_space = space.label
+            page.vectors = {
+                m.id: base64.b64encode(matrix[rows[m.id]].astype("<f4").tobytes()).decode()
+                for m in page.memories
+                if m.id in rows
+            }
+        return page
 
     def import_jsonl(
         self,
         lines: Iterable[str],
         *,
         on_error: str = "continue",
-        batch_size: int = 256,
+        batch_size: int = 2048,
         first_line: int = 1,
         on_progress: Progress | None = None,
     ) -> ImportReport:
@@ -294,24 +310,36 @@ class GraphMemory(KnowledgeOps, GraphOps):
             raise InvalidInput("on_error must be 'continue' or 'stop'")
         started = time.perf_counter()
         errors: list[dict[str, Any]] = []
-        pending: list[Memory] = []
-        imported = skipped = 0
+        pending: list[tuple[Memory, npt.NDArray[np.float32] | None]] = []
+        imported = skipped = supplied = 0
 
         def flush() -> None:
-            nonlocal imported, skipped, pending
-            present = self.store.existing_ids([m.id for m in pending])
-            fresh = [m for m in pending if m.id not in present]
+            nonlocal imported, skipped, supplied, pending
+            present = self.store.existing_ids([m.id for m, _ in pending])
+            fresh = [(m, v) for m, v in pending if m.id not in present]
             skipped += len(pending) - len(fresh)
             if fresh:
-                vectors = self._embed([self._embedding_text(m) for m in fresh])
-                imported += self.store.insert_memories(fresh, vectors, self.embedder.space)
+                space = self.embedder.space
+                vectors = np.zeros((len(fresh), space.dim), np.float32)
+                missing = [i for i, (_, v) in enumerate(fresh) if v is None]
+                for i, (_, v) in enumerate(fresh):
+                    if v is not None:
+                        vectors[i] = v
+                if missing:
+                    vectors[missing] = self._embed(
+                        [self._embedding_text(fresh[i][0]) for i in missing]
+                    )
+                else:
+                    self.store.ensure_space(space)
+                supplied += len(fresh) - len(missing)
+                imported += self.store.insert_memories([m for m, _ in fresh], vectors, space)
             pending = []
 
         for lineno, line in enumerate(lines, start=first_line):
             if not line.strip():
                 continue
             try:
-                pending.append(_memory_from_json(line))
+                pending.append(_memory_from_json(line, self.embedder.space))
             except InvalidInput as exc:
                 errors.append({"line": lineno, "message": exc.message})
                 if on_error == "stop":
@@ -328,6 +356,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
         return ImportReport(
             imported=imported,
             skipped=skipped,
+            vectors_supplied=supplied,
             errors=errors,
             seconds=round(time.perf_counter() - started, 3),
         )
@@ -368,27 +397,60 @@ _KEPT_ON_IMPORT = (
 )  # fmt: skip
 
 
-def _memory_from_json(line: str) -> Memory:
-    """One exported memory, validated like a new one; its id, dates and lifecycle are kept."""
+def _memory_from_json(
+    line: str, space: EmbeddingSpace
+) -> tuple[Memory, npt.NDArray[np.float32] | None]:
+    """One exported memory, validated like a new one; its id, dates and lifecycle are kept.
+
+    A `vector` is used as the memory's embedding only when `embedding_space` names the store's
+    active space: vectors of another model would be compared with this one's and mislead recall,
+    so such a memory is embedded again instead."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"not JSON: {exc.msg}") from exc
     if not isinstance(data, dict):
         raise InvalidInput("not a JSON object")
+    vector = _supplied_vector(data.pop("vector", None), data.pop("embedding_space", None), space)
     kept = {k: data.pop(k) for k in _KEPT_ON_IMPORT if k in data}
     memory = GraphMemory._new_memory(validate_input(data))
     if not kept:
-        return memory
+        return memory, vector
     if "updated_at" not in kept:
         kept["updated_at"] = memory.created_at
     try:
         for key in ("updated_at", "valid_to", "verified_at"):
             kept[key] = parse_time(kept.get(key))
-        return Memory.model_validate({**memory.model_dump(), **kept})
+        return Memory.model_validate({**memory.model_dump(), **kept}), vector
     except (ValidationError, ValueError) as exc:
         message = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InvalidInput(message) from exc
+
+
+def _supplied_vector(
+    vector: Any, label: Any, space: EmbeddingSpace
+) -> npt.NDArray[np.float32] | None:
+    if vector is None:
+        return None
+    if label is None:
+        raise InvalidInput(f"a vector needs its embedding_space (this store uses {space.label!r})")
+    if label != space.label:
+        return None
+    try:
+        if isinstance(vector, str):  # base64 of little-endian float32: 4x faster to parse
+            array = np.frombuffer(base64.b64decode(vector, validate=True), dtype="<f4")
+        else:
+            array = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(
+            "vector must be a list of numbers or base64 of little-endian float32"
+        ) from exc
+    if array.shape != (space.dim,) or not np.isfinite(array).all():
+        raise InvalidInput(f"vector must be {space.dim} finite numbers for {space.label}")
+    norm = float(np.linalg.norm(array))
+    if norm == 0:
+        raise InvalidInput("vector must not be all zeros")
+    return (array / norm).astype(np.float32)
 
 
 def open_store(

@@ -3,23 +3,31 @@ this process and one served by the owner process."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import IO
 
 from graphmem.api import MemoryAPI, Progress
 from graphmem.models import ImportReport
 
-CHUNK_LINES = 512
+CHUNK_LINES = 2048
 
 
-def export_jsonl(api: MemoryAPI, out: IO[str]) -> int:
-    """Write every memory as one JSON line, oldest first; returns how many."""
+def export_jsonl(api: MemoryAPI, out: IO[str], *, with_vectors: bool = False) -> int:
+    """Write every memory as one JSON line, oldest first; returns how many. With vectors, each
+    line also carries its `vector` (base64 float32) and `embedding_space`."""
     count = 0
     cursor: str | None = None
     while True:
-        page = api.export_page(cursor)
+        page = api.export_page(cursor, with_vectors=with_vectors)
         for memory in page.memories:
-            out.write(memory.model_dump_json() + "\n")
+            vector = (page.vectors or {}).get(memory.id)
+            if vector is None:
+                out.write(memory.model_dump_json() + "\n")
+                continue
+            data = memory.model_dump(mode="json")
+            data.update(vector=vector, embedding_space=page.embedding_space)
+            out.write(json.dumps(data, ensure_ascii=False) + "\n")
         count += len(page.memories)
         if page.next_cursor is None:
             return count
@@ -41,6 +49,7 @@ def import_jsonl(
         )
         total.imported += report.imported
         total.skipped += report.skipped
+        total.vectors_supplied += report.vectors_supplied
         total.errors.extend(report.errors)
         total.seconds = round(total.seconds + report.seconds, 3)
         if on_progress:

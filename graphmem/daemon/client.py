@@ -290,8 +290,12 @@ class RemoteMemory:
         result: BackupInfo = self._call("backup", str(Path(dest).resolve()))
         return result
 
-    def export_page(self, cursor: str | None = None, *, limit: int = 1000) -> MemoryPage:
-        result: MemoryPage = self._call("export_page", cursor, limit=limit)
+    def export_page(
+        self, cursor: str | None = None, *, limit: int = 1000, with_vectors: bool = False
+    ) -> MemoryPage:
+        result: MemoryPage = self._call(
+            "export_page", cursor, limit=limit, with_vectors=with_vectors
+        )
         return result
 
     def import_jsonl(
@@ -299,7 +303,7 @@ class RemoteMemory:
         lines: Iterable[str],
         *,
         on_error: str = "continue",
-        batch_size: int = 256,
+        batch_size: int = 2048,
         first_line: int = 1,
         on_progress: Progress | None = None,
     ) -> ImportReport:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,10 +16,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats
+from graphmem.storage.keywords import KeywordIndex
+from graphmem.storage.search_cache import MIN_MEMORIES
 from graphmem.storage.vectors import VectorTables
 from graphmem.text import index_text
 
@@ -46,6 +51,12 @@ _FIELDS = (
 RETURN_MEMORY = ", ".join(f"m.{f}" for f in _FIELDS)
 _SET_FIELDS = [f for f in _FIELDS if f != "id"] + ["search_text"]
 _TIMES = {"created_at", "updated_at", "valid_from", "valid_to", "verified_at"}
+_ARROW_TYPES = {
+    **{f: pa.timestamp("us", tz="UTC") for f in _TIMES},
+    "importance": pa.float64(),
+    "confidence": pa.float64(),
+    "tags": pa.list_(pa.string()),
+}
 
 
 def _param(field: str) -> str:
@@ -129,6 +140,16 @@ class ScoringRow:
 class MemoryRepository(VectorTables):
     """Memory CRUD; vectors are written in the same transaction as the rows they embed."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._keywords: KeywordIndex | None = None
+        self._keyword_lock = threading.Lock()
+
+    def _on_rollback(self) -> None:
+        super()._on_rollback()
+        with self._keyword_lock:
+            self._keywords = None
+
     def insert_memories(
         self,
         memories: Sequence[Memory],
@@ -138,17 +159,20 @@ class MemoryRepository(VectorTables):
         """Insert rows and their vectors atomically; returns how many were inserted."""
         if not memories:
             return 0
-        # One CREATE per row: Kùzu 0.11.3 gives every row of a multi-row insert (UNWIND or
-        # LOAD FROM) wrong full-text postings when the table has an FTS index (measured).
-        assignments = ", ".join(f"{f}: {_param(f)}" for f in ("id", *_SET_FIELDS))
-        statement = f"CREATE (m:Memory {{{assignments}, access_count: 0}})"
-        params = []
-        for memory in memories:
-            row = memory_to_row(memory)
-            params.append({f"p_{f}": row[f] for f in ("id", *_SET_FIELDS)})
+        rows = [memory_to_row(m) for m in memories]
+        columns = ("id", *_SET_FIELDS)
+        table = pa.table(
+            {f: pa.array([r[f] for r in rows], _ARROW_TYPES.get(f, pa.string())) for f in columns}
+        )
+        assignments = ", ".join(f"{f}: {f}" for f in columns)
+        ids = [m.id for m in memories]
         with self.transaction():
-            self.execute_many(statement, params)
-            self.put_vectors(space, [m.id for m in memories], vectors)
+            self.query_result(
+                f"LOAD FROM $rows CREATE (:Memory {{{assignments}, access_count: 0}})",
+                {"rows": table},
+            )
+            self.put_vectors(space, ids, vectors)
+            self._index_keywords(ids, table.column("search_text"))
         return len(memories)
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
@@ -218,6 +242,7 @@ class MemoryRepository(VectorTables):
             if vector is not None and space is not None:
                 self.delete_vectors([memory.id])
                 self.put_vectors(space, [memory.id], vector.reshape(1, -1))
+            self._index_keywords([memory.id], [row["search_text"]])
 
     def delete_memory(self, memory_id: str) -> None:
         with self.transaction():
@@ -227,6 +252,10 @@ class MemoryRepository(VectorTables):
             if not found or not found[0][0]:
                 raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
             self.delete_vectors([memory_id])
+            with self._keyword_lock:
+                if self._keywords is not None:
+                    self._keywords.remove([memory_id])
+                    self._search_unsaved = True
 
     def list_memories(self, filters: MemoryFilter, *, limit: int, cursor: str | None) -> MemoryPage:
         params: dict[str, Any] = {"limit": limit + 1}
@@ -318,14 +347,42 @@ class MemoryRepository(VectorTables):
         """BM25 over `search_text`; `text` must already be analysed (graphmem.text.query_text)."""
         if not text.strip():
             return []
-        # Under the writer's lock: an FTS query running beside a write to the indexed table
-        # corrupts Kùzu 0.11.3's heap (measured), while other reads may run in parallel.
-        rows = self.execute(
-            "CALL QUERY_FTS_INDEX('Memory', 'memory_fts', $q, conjunctive := false, top := $k) "
-            "RETURN node.id, score",
-            {"q": text, "k": top},
-        )
-        return [(r[0], float(r[1])) for r in rows]
+        with self._keyword_lock:
+            return self._keyword_index().search(text, top=top)
+
+    def _keyword_index(self) -> KeywordIndex:
+        """Read once per process (the caller holds `_keyword_lock`), on a pooled connection,
+        so a writer waiting for that lock inside its transaction cannot block the read."""
+        if self._keywords is None:
+            saved = self._saved_search()
+            index = saved.keywords() if saved else None
+            if index is None:
+                table = self.read_arrow("MATCH (m:Memory) RETURN m.id, m.search_text")
+                index = KeywordIndex()
+                index.add(table.column(0).to_pylist(), table.column(1).combine_chunks())
+                self._search_unsaved = True
+            self._keywords = index
+        return self._keywords
+
+    def _index_keywords(self, ids: Sequence[str], texts: Any) -> None:
+        """Keep a loaded index in step with this process's write (a rollback drops it)."""
+        self.content_changed()
+        with self._keyword_lock:
+            if self._keywords is not None:
+                self._keywords.add(ids, texts)
+                self._search_unsaved = True
+
+    def _before_close(self) -> None:
+        """Save the search structures of a big store, so the next process starts warm."""
+        super()._before_close()
+        if not self._search_unsaved or self.memory_count() < MIN_MEMORIES:
+            return
+        with self._keyword_lock:
+            matrices = {t: (m.ids, m.matrix(0)) for t, m in self._cache().items() if m.ids}
+            try:
+                self._search_files.save(self.content_stamp(), matrices, self._keywords)
+            except OSError as exc:  # a cache: the store itself is fine without it
+                print(f"graphmem: search cache not saved: {exc}", file=sys.stderr)
 
     def stats(self, space: EmbeddingSpace) -> StoreStats:
         def counts(field: str) -> dict[str, int]:

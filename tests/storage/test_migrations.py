@@ -30,11 +30,31 @@ def test_a_new_store_records_every_migration_and_has_none_pending(gm: GraphMemor
     assert status.path == str(gm.path)
 
 
-def test_a_new_store_has_its_tables_and_full_text_index(gm: GraphMemory) -> None:
+def test_a_new_store_has_its_tables_and_no_kuzu_full_text_index(gm: GraphMemory) -> None:
     tables = {row[0] for row in gm.cypher("CALL show_tables() RETURN name").rows}
     assert {"Memory", "_Meta", "_Migration", "SUPERSEDES"} <= tables
     indexes = {row[0] for row in gm.cypher("CALL show_indexes() RETURN index_name").rows}
-    assert "memory_fts" in indexes
+    assert "memory_fts" not in indexes  # keyword search runs in process
+
+
+def test_upgrading_a_store_with_the_old_full_text_index_drops_it_and_keeps_keyword_search(
+    gm: GraphMemory, reopen: Callable[..., GraphMemory]
+) -> None:
+    memory = gm.remember("the ledger service returned 502 after release v2")
+    # the store as version 3 left it: Kùzu's index present, migration 4 not applied
+    gm.cypher(
+        "CALL CREATE_FTS_INDEX('Memory', 'memory_fts', ['search_text'], stemmer := 'porter')",
+        write=True,
+    )
+    gm.cypher("MATCH (m:_Migration {version: 4}) DELETE m", write=True)
+    gm.close()
+
+    again = reopen()
+
+    indexes = {row[0] for row in again.cypher("CALL show_indexes() RETURN index_name").rows}
+    assert "memory_fts" not in indexes
+    assert again.db_status().pending == []
+    assert [h.memory.id for h in again.recall("502 v2", recipe="bm25")] == [memory.id]
 
 
 def test_reopening_a_store_applies_nothing_and_keeps_its_data(

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -137,3 +138,33 @@ def test_cypher_write_with_write_flag_changes_the_store(gm: GraphMemory) -> None
     )
     assert gm.get(memory.id).lifecycle == "canonical"
     assert gm.stats().by_lifecycle == {"canonical": 1}
+
+
+def test_a_large_batch_commits_while_other_threads_keep_reading(gm: GraphMemory) -> None:
+    """Big batches COPY their vectors, and Kùzu checkpoints at such a commit: it must wait
+    for reads in flight instead of timing out while they run."""
+    gm.remember("seed note about queues")
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                gm.recall("queues", limit=3)
+                gm.store.read("MATCH (m:Memory) RETURN m.id, m.content, m.search_text")
+            except BaseException as exc:
+                failures.append(exc)
+                return
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for thread in readers:
+        thread.start()
+    try:
+        for batch in range(3):
+            gm.remember_many([{"content": f"batch {batch} note {i}"} for i in range(300)])
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join(timeout=60)
+    assert failures == []
+    assert gm.stats().vectors == 901

@@ -1,0 +1,80 @@
+"""Recall's in-process structures (vector matrices, keyword index) saved beside the database.
+
+A new process would otherwise read every vector and every text from Kùzu and rebuild the keyword
+index before its first answer (~1.5 s at 100k memories). The files are written when a store that
+is big enough closes, and trusted only while the manifest's stamp equals the store's content stamp,
+which every write to memory text or vectors changes; anything else is a miss, never an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from graphmem.storage.keywords import KeywordIndex, load_index, save_index
+
+CACHE_DIR = "search-cache"
+MANIFEST = "manifest.json"
+FORMAT = 1
+MIN_MEMORIES = 2_000  # below this, reading from Kùzu takes no longer than reading these files
+
+
+class SearchCache:
+    def __init__(self, home: Path) -> None:
+        self.folder = home / CACHE_DIR
+        self._manifest: dict[str, object] | None = None
+
+    def valid_for(self, stamp: str) -> bool:
+        if self._manifest is None:
+            try:
+                self._manifest = json.loads((self.folder / MANIFEST).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self._manifest = {}
+        return (
+            bool(stamp)
+            and self._manifest.get("format") == FORMAT
+            and (self._manifest.get("stamp") == stamp)
+        )
+
+    def matrix(self, table: str, dim: int) -> tuple[list[str], npt.NDArray[np.float32]] | None:
+        try:
+            matrix = np.load(self.folder / f"{table}.npy", mmap_mode="r")
+            text = (self.folder / f"{table}.ids").read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            return None
+        ids = text.split("\n") if text else []
+        if matrix.shape != (len(ids), dim) or matrix.dtype != np.float32:
+            return None
+        return ids, matrix
+
+    def keywords(self) -> KeywordIndex | None:
+        try:
+            return load_index(self.folder)
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def save(
+        self,
+        stamp: str,
+        matrices: dict[str, tuple[list[str], npt.NDArray[np.float32]]],
+        keywords: KeywordIndex | None,
+    ) -> None:
+        """Write into a fresh folder, then swap it in: a reader never trusts half a cache."""
+        staging = self.folder.with_name(f"{CACHE_DIR}.{os.getpid()}.tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for table, (ids, matrix) in matrices.items():
+            np.save(staging / f"{table}.npy", np.ascontiguousarray(matrix, np.float32))
+            (staging / f"{table}.ids").write_text("\n".join(ids), encoding="utf-8")
+        if keywords is not None:
+            save_index(keywords, staging)
+        manifest = {"format": FORMAT, "stamp": stamp, "vectors": sorted(matrices)}
+        (staging / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+        shutil.rmtree(self.folder, ignore_errors=True)
+        staging.rename(self.folder)
+        self._manifest = manifest

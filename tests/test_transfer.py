@@ -1,0 +1,107 @@
+"""Export with vectors, and imports that bring their own vectors instead of being embedded."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from graphmem.embeddings.hashing import HashEmbedder
+from graphmem.service import GraphMemory, open_store
+from graphmem.transfer import export_jsonl, import_jsonl
+
+
+class CountingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Iterator[GraphMemory]:
+    memory = open_store(tmp_path / "target", embedder=CountingEmbedder())
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+def _vector(gm: GraphMemory, memory_id: str) -> NDArray[np.float32]:
+    _, rows, matrix = gm.store.vectors(gm.embedder.space)
+    return np.asarray(matrix[rows[memory_id]])
+
+
+def _line(content: str, **extra: object) -> str:
+    return json.dumps({"content": content, **extra})
+
+
+def test_an_export_with_vectors_imports_without_embedding_and_recalls_the_same(
+    gm: GraphMemory, target: GraphMemory
+) -> None:
+    originals = gm.remember_many([{"content": f"release {i} of the ledger"} for i in range(5)])
+    buffer = io.StringIO()
+    export_jsonl(gm, buffer, with_vectors=True)
+    lines = buffer.getvalue().splitlines()
+    assert all(json.loads(line)["embedding_space"] == gm.embedder.space.label for line in lines)
+
+    report = import_jsonl(target, lines)
+
+    assert (report.imported, report.vectors_supplied, report.errors) == (5, 5, [])
+    assert isinstance(target.embedder, CountingEmbedder) and target.embedder.texts == 0
+    for memory in originals:
+        assert np.allclose(_vector(target, memory.id), _vector(gm, memory.id), atol=1e-6)
+    query = "ledger release 3"
+    assert [h.memory.id for h in target.recall(query)] == [h.memory.id for h in gm.recall(query)]
+
+
+def test_a_vector_of_another_embedding_space_is_not_mixed_in(target: GraphMemory) -> None:
+    foreign = [0.1] * 384
+    report = target.import_jsonl(
+        [_line("kafka lag", vector=foreign, embedding_space="openai:text-embedding-3-small/384")]
+    )
+    assert (report.imported, report.vectors_supplied) == (1, 0)
+    (memory,) = target.list().memories
+    own = target.embedder.embed([memory.content])[0]
+    assert np.allclose(_vector(target, memory.id), own)
+
+
+def test_a_list_vector_is_used_normalised(target: GraphMemory) -> None:
+    raw = np.arange(1, 385, dtype=np.float32)
+    label = target.embedder.space.label
+    report = target.import_jsonl([_line("numbers", vector=raw.tolist(), embedding_space=label)])
+    assert report.vectors_supplied == 1
+    (memory,) = target.list().memories
+    assert np.allclose(_vector(target, memory.id), raw / np.linalg.norm(raw))
+
+
+def test_bad_vectors_are_reported_by_line_and_the_good_lines_still_import(
+    target: GraphMemory,
+) -> None:
+    label = target.embedder.space.label
+    good = base64.b64encode(np.ones(384, "<f4").tobytes()).decode()
+    lines = [
+        _line("no space named", vector=good),
+        _line("too short", vector=[1.0, 2.0], embedding_space=label),
+        _line("all zeros", vector=[0.0] * 384, embedding_space=label),
+        _line("not base64", vector="%%%", embedding_space=label),
+        _line("fine", vector=good, embedding_space=label),
+    ]
+    report = target.import_jsonl(lines)
+    assert (report.imported, report.vectors_supplied) == (1, 1)
+    messages = {e["line"]: e["message"] for e in report.errors}
+    assert sorted(messages) == [1, 2, 3, 4]
+    assert "embedding_space" in messages[1]
+    assert "384" in messages[2]
+    assert "zeros" in messages[3]
+    assert "base64" in messages[4]
+    assert [m.content for m in target.list().memories] == ["fine"]
