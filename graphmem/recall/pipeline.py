@@ -18,7 +18,7 @@ from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.models import Hit, MemoryFilter, utcnow
 from graphmem.recall.config import RecallConfig
 from graphmem.recall.query import parse_query
-from graphmem.storage.memories import ScoringRow
+from graphmem.storage.columns import ScoringRow
 from graphmem.storage.store import KuzuStore
 from graphmem.text import content_terms, query_text, tokens
 

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Self
@@ -66,6 +66,7 @@ class KuzuConnection:
         self.write_generation = 0  # bumped by every write, so read caches know they are stale
         self._content_changed = False
         self._checkpoint_at_commit = False
+        self._after_commit: list[Callable[[], None]] = []
         self._memo: dict[str, Any] = {}
 
     # -- opening and closing ----------------------------------------------------------------
@@ -262,6 +263,7 @@ class KuzuConnection:
                 self._txn_thread = None
                 self._content_changed = False
                 self._checkpoint_at_commit = False
+                self._after_commit.clear()
                 # Kùzu may already have rolled back the failed statement's transaction
                 with suppress(RuntimeError):
                     self._conn.execute("ROLLBACK")
@@ -278,6 +280,17 @@ class KuzuConnection:
             else:
                 self.execute("COMMIT")
             self.write_generation += 1
+            callbacks, self._after_commit = self._after_commit, []
+            for callback in callbacks:
+                callback()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once this thread's transaction commits (now, outside of one)."""
+        with self._lock:
+            if self._in_txn:
+                self._after_commit.append(callback)
+                return
+        callback()
 
     def checkpoint_at_commit(self) -> None:
         """This transaction ran a COPY: Kùzu checkpoints when it commits, and a checkpoint

@@ -70,6 +70,7 @@ class KnowledgeRepository(MemoryRepository):
                 {"id": old_id, "state": "superseded" if new_id else "outdated",
                  "reason": reason, "valid_to": valid_to, "at": at},
             )  # fmt: skip
+            self.memories_changed([old_id])
 
     def merge_into(
         self, primary: str, duplicates: Sequence[str], *, reason: str | None, at: datetime
@@ -89,6 +90,7 @@ class KnowledgeRepository(MemoryRepository):
                     {"dup": duplicate, "keep": primary, "at": at, "reason": reason or "",
                      "why": f"merged into {primary}"},
                 )  # fmt: skip
+            self.memories_changed(duplicates)
 
     def check_dead_ends(self, ids: Sequence[str]) -> None:
         for dead_end in ids:
@@ -202,6 +204,7 @@ class KnowledgeRepository(MemoryRepository):
                 f"MATCH (m:Memory {{id: $id}}) SET {assignments} RETURN m.id",
                 {"id": memory_id, **{f"v_{k}": v for k, v in values.items()}},
             )
+            self.memories_changed([memory_id])
         if not found:
             raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
 

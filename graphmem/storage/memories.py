@@ -10,7 +10,6 @@ import json
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +20,7 @@ import pyarrow as pa
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats
+from graphmem.storage.columns import COLUMNS, FIELDS, MemoryColumns, ScoringRow
 from graphmem.storage.keywords import KeywordIndex
 from graphmem.storage.search_cache import MIN_MEMORIES
 from graphmem.storage.vectors import VectorTables
@@ -51,6 +51,7 @@ _FIELDS = (
 RETURN_MEMORY = ", ".join(f"m.{f}" for f in _FIELDS)
 _SET_FIELDS = [f for f in _FIELDS if f != "id"] + ["search_text"]
 _TIMES = {"created_at", "updated_at", "valid_from", "valid_to", "verified_at"}
+POINT_LOOKUPS = 32  # up to this many ids, primary-key lookups beat Kùzu's hash join
 _ARROW_TYPES = {
     **{f: pa.timestamp("us", tz="UTC") for f in _TIMES},
     "importance": pa.float64(),
@@ -126,29 +127,20 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
         raise InvalidInput("cursor is not one that list returned", cursor=cursor) from exc
 
 
-@dataclass(frozen=True)
-class ScoringRow:
-    id: str
-    title: str | None
-    created_at: datetime
-    importance: float
-    lifecycle: str
-    tokens: frozenset[str]  # the analysed search_text
-    session_id: str | None
-
-
 class MemoryRepository(VectorTables):
     """Memory CRUD; vectors are written in the same transaction as the rows they embed."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._keywords: KeywordIndex | None = None
-        self._keyword_lock = threading.Lock()
+        self._columns: MemoryColumns | None = None
+        self._search_lock = threading.Lock()  # guards the keyword index and the columns
 
     def _on_rollback(self) -> None:
         super()._on_rollback()
-        with self._keyword_lock:
+        with self._search_lock:
             self._keywords = None
+            self._columns = None
 
     def insert_memories(
         self,
@@ -173,6 +165,7 @@ class MemoryRepository(VectorTables):
             )
             self.put_vectors(space, ids, vectors)
             self._index_keywords(ids, table.column("search_text"))
+            self._columns_put(rows)
         return len(memories)
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
@@ -188,40 +181,72 @@ class MemoryRepository(VectorTables):
         return row_to_memory(rows[0])
 
     def get_memories(self, ids: Sequence[str]) -> dict[str, Memory]:
-        rows = self.read(
-            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}",
-            {"ids": list(ids)},
-        )
-        return {row[0]: row_to_memory(row) for row in rows}
+        """Few ids: one primary-key lookup each (~0.25 ms); Kùzu plans `UNWIND $ids MATCH` as a
+        hash join over the whole table (~15 ms at 100k memories), worth it for many ids only."""
+        ids = list(dict.fromkeys(ids))
+        if len(ids) <= POINT_LOOKUPS:
+            query = f"MATCH (m:Memory {{id: $id}}) RETURN {RETURN_MEMORY}"
+            found = [row for i in ids for row in self.read(query, {"id": i})]
+        else:
+            found = self.read(
+                f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}", {"ids": ids}
+            )
+        return {row[0]: row_to_memory(row) for row in found}
 
     def get_scoring_rows(
         self, ids: Sequence[str], filters: MemoryFilter | None = None
     ) -> dict[str, ScoringRow]:
-        """What recall scores candidates by, for those that pass the filters, in one round
-        trip. Only the scoring columns: Kùzu charges per returned column (~0.3 ms each), so
-        whole memories are read afterwards, for the hits only (`get_memories`)."""
-        params: dict[str, Any] = {"ids": list(dict.fromkeys(ids))}
-        where = filter_clause(filters, params) if filters is not None else "true"
-        rows = self.read(
-            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) WHERE {where} RETURN m.id, m.title, "
-            "m.created_at, m.importance, m.lifecycle, m.search_text, m.session_id",
-            params,
-        )
-        return {
-            r[0]: ScoringRow(r[0], r[1], r[2], r[3], r[4], frozenset((r[5] or "").split()), r[6])
-            for r in rows
-        }
+        """What recall scores candidates by, for those that pass the filters, from the
+        in-process columns (see `storage.columns`)."""
+        with self._search_lock:
+            rows = self._memory_columns().get(ids)
+        if filters is None:
+            return rows
+        return {k: row for k, row in rows.items() if row.passes(filters)}
+
+    def _memory_columns(self) -> MemoryColumns:
+        """Loaded once per process, stale rows read again; the caller holds `_search_lock`."""
+        if self._columns is None:
+            saved = self._saved_search()
+            table = saved.columns() if saved else None
+            if table is None:
+                table = self.read_arrow(f"MATCH (m:Memory) RETURN {COLUMNS}")
+                table = table.rename_columns(list(FIELDS))
+                self._search_unsaved = True
+            self._columns = MemoryColumns(table)
+        self._columns.refresh(self._read_rows)
+        return self._columns
+
+    def _read_rows(self, ids: Sequence[str]) -> dict[str, ScoringRow]:
+        query = f"MATCH (m:Memory {{id: $id}}) RETURN {COLUMNS}"
+        rows = [row for i in ids for row in self.read(query, {"id": i})]
+        return {row[0]: ScoringRow.of(dict(zip(FIELDS, row, strict=True))) for row in rows}
+
+    def _columns_put(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Whole memories just written (as `memory_to_row` gives them)."""
+        with self._search_lock:
+            if self._columns is not None:
+                self._columns.put(ScoringRow.of(row) for row in rows)
+                self._search_unsaved = True
+
+    def memories_changed(self, ids: Sequence[str]) -> None:
+        """Some fields of these memories were set by a statement of another module: saved
+        copies go stale with this transaction, and the columns read them again once it has
+        committed (a read before the commit would see the old values)."""
+        self.content_changed()
+
+        def mark() -> None:
+            with self._search_lock:
+                if self._columns is not None:
+                    self._columns.mark_stale(ids)
+                    self._search_unsaved = True
+
+        self.after_commit(mark)
 
     def session_order(self, sessions: Sequence[str]) -> dict[str, list[str]]:
         """The memories of each session in the order they were stored (ids are monotonic)."""
-        rows = self.read(
-            "MATCH (m:Memory) WHERE m.session_id IN $s RETURN m.session_id, m.id ORDER BY m.id",
-            {"s": list(sessions)},
-        )
-        order: dict[str, list[str]] = {}
-        for session, memory_id in rows:
-            order.setdefault(session, []).append(memory_id)
-        return order
+        with self._search_lock:
+            return self._memory_columns().in_sessions(sessions)
 
     def update_memory(
         self,
@@ -243,6 +268,7 @@ class MemoryRepository(VectorTables):
                 self.delete_vectors([memory.id])
                 self.put_vectors(space, [memory.id], vector.reshape(1, -1))
             self._index_keywords([memory.id], [row["search_text"]])
+            self._columns_put([row])
 
     def delete_memory(self, memory_id: str) -> None:
         with self.transaction():
@@ -252,10 +278,12 @@ class MemoryRepository(VectorTables):
             if not found or not found[0][0]:
                 raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
             self.delete_vectors([memory_id])
-            with self._keyword_lock:
+            with self._search_lock:
                 if self._keywords is not None:
                     self._keywords.remove([memory_id])
-                    self._search_unsaved = True
+                if self._columns is not None:
+                    self._columns.drop([memory_id])
+                self._search_unsaved = True
 
     def list_memories(self, filters: MemoryFilter, *, limit: int, cursor: str | None) -> MemoryPage:
         params: dict[str, Any] = {"limit": limit + 1}
@@ -293,9 +321,8 @@ class MemoryRepository(VectorTables):
         )
 
     def matching_ids(self, filters: MemoryFilter) -> set[str]:
-        params: dict[str, Any] = {}
-        where = filter_clause(filters, params)
-        return {r[0] for r in self.read(f"MATCH (m:Memory) WHERE {where} RETURN m.id", params)}
+        with self._search_lock:
+            return self._memory_columns().matching(filters)
 
     def valid_at_mask(self, space: EmbeddingSpace, when: datetime) -> npt.NDArray[np.bool_]:
         """Which rows of the space's vector matrix were valid and recorded at `when`: the as-of
@@ -339,19 +366,19 @@ class MemoryRepository(VectorTables):
         """Cached until the next write: recall asks on every query."""
         key = ("has_archived", self.write_generation)
         if self._memo.get("has_archived", (None,))[0] != key:
-            rows = self.read("MATCH (m:Memory) WHERE m.lifecycle = 'archived' RETURN m.id LIMIT 1")
-            self._memo["has_archived"] = (key, bool(rows))
+            with self._search_lock:
+                self._memo["has_archived"] = (key, self._memory_columns().any_archived())
         return bool(self._memo["has_archived"][1])
 
     def keyword_search(self, text: str, *, top: int) -> list[tuple[str, float]]:
         """BM25 over `search_text`; `text` must already be analysed (graphmem.text.query_text)."""
         if not text.strip():
             return []
-        with self._keyword_lock:
+        with self._search_lock:
             return self._keyword_index().search(text, top=top)
 
     def _keyword_index(self) -> KeywordIndex:
-        """Read once per process (the caller holds `_keyword_lock`), on a pooled connection,
+        """Read once per process (the caller holds `_search_lock`), on a pooled connection,
         so a writer waiting for that lock inside its transaction cannot block the read."""
         if self._keywords is None:
             saved = self._saved_search()
@@ -367,7 +394,7 @@ class MemoryRepository(VectorTables):
     def _index_keywords(self, ids: Sequence[str], texts: Any) -> None:
         """Keep a loaded index in step with this process's write (a rollback drops it)."""
         self.content_changed()
-        with self._keyword_lock:
+        with self._search_lock:
             if self._keywords is not None:
                 self._keywords.add(ids, texts)
                 self._search_unsaved = True
@@ -377,10 +404,11 @@ class MemoryRepository(VectorTables):
         super()._before_close()
         if not self._search_unsaved or self.memory_count() < MIN_MEMORIES:
             return
-        with self._keyword_lock:
+        with self._search_lock:
             matrices = {t: (m.ids, m.matrix(0)) for t, m in self._cache().items() if m.ids}
             try:
-                self._search_files.save(self.content_stamp(), matrices, self._keywords)
+                columns = self._columns.merged() if self._columns is not None else None
+                self._search_files.save(self.content_stamp(), matrices, self._keywords, columns)
             except OSError as exc:  # a cache: the store itself is fine without it
                 print(f"graphmem: search cache not saved: {exc}", file=sys.stderr)
 

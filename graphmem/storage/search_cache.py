@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.ipc
 
 from graphmem.storage.keywords import KeywordIndex, load_index, save_index
 
@@ -52,6 +54,13 @@ class SearchCache:
             return None
         return ids, matrix
 
+    def columns(self) -> pa.Table | None:
+        try:
+            with pa.memory_map(str(self.folder / "columns.arrow")) as source:
+                return pa.ipc.open_file(source).read_all()
+        except (OSError, pa.ArrowInvalid):
+            return None
+
     def keywords(self) -> KeywordIndex | None:
         try:
             return load_index(self.folder)
@@ -63,6 +72,7 @@ class SearchCache:
         stamp: str,
         matrices: dict[str, tuple[list[str], npt.NDArray[np.float32]]],
         keywords: KeywordIndex | None,
+        columns: pa.Table | None,
     ) -> None:
         """Write into a fresh folder, then swap it in: a reader never trusts half a cache."""
         staging = self.folder.with_name(f"{CACHE_DIR}.{os.getpid()}.tmp")
@@ -73,6 +83,10 @@ class SearchCache:
             (staging / f"{table}.ids").write_text("\n".join(ids), encoding="utf-8")
         if keywords is not None:
             save_index(keywords, staging)
+        if columns is not None:
+            path = str(staging / "columns.arrow")
+            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, columns.schema) as writer:
+                writer.write_table(columns)
         manifest = {"format": FORMAT, "stamp": stamp, "vectors": sorted(matrices)}
         (staging / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,187 @@
+"""The fields recall scores and filters by, for every memory, held in process.
+
+Kùzu answers `UNWIND $ids MATCH (m:Memory {id: i})` with a hash join over the whole table (15 ms at
+100k memories, whatever the number of ids) and a single-id lookup costs ~0.25 ms, so fetching a
+query's ~200 candidates from Kùzu cost more than the rest of recall. These columns are read once
+per process (one arrow scan, ~0.3 s at 100k, or the saved copy), then kept in step: a write of
+whole memories hands its rows over, a write of some fields marks the memory stale and it is read
+again when next asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphmem.models import MemoryFilter
+
+FIELDS = (
+    "id", "title", "created_at", "importance", "lifecycle", "session_id", "type", "kind",
+    "context", "service", "tags", "valid_from", "valid_to", "search_text",
+)  # fmt: skip
+COLUMNS = ", ".join(f"m.{f}" for f in FIELDS)  # a RETURN clause over `m`
+
+
+@dataclass(frozen=True)
+class ScoringRow:
+    id: str
+    title: str | None
+    created_at: datetime
+    importance: float
+    lifecycle: str
+    session_id: str | None
+    type: str | None = None
+    kind: str | None = None
+    context: str | None = None
+    service: str | None = None
+    tags: tuple[str, ...] = ()
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    search_text: str = ""
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> ScoringRow:
+        data: dict[str, Any] = {f: values.get(f) for f in FIELDS}
+        data["tags"] = tuple(data["tags"] or ())
+        data["search_text"] = data["search_text"] or ""
+        data["importance"] = data["importance"] if data["importance"] is not None else 0.5
+        data["lifecycle"] = data["lifecycle"] or "active"
+        return cls(**data)
+
+    @cached_property
+    def tokens(self) -> frozenset[str]:
+        """The analysed search_text, as a set."""
+        return frozenset(self.search_text.split())
+
+    def passes(self, filters: MemoryFilter) -> bool:
+        """`filter_clause`'s meaning, in Python."""
+        for name in ("type", "kind", "context", "service", "lifecycle"):
+            wanted = getattr(filters, name)
+            if wanted is not None and getattr(self, name) != wanted:
+                return False
+        if filters.as_of is not None:
+            at = filters.as_of
+            if self.created_at > at:
+                return False
+            if self.valid_from is not None and self.valid_from > at:
+                return False
+            if self.valid_to is not None and self.valid_to <= at:
+                return False
+        elif filters.lifecycle is None and self.lifecycle == "archived":
+            return False
+        return all(tag in self.tags for tag in filters.tags)
+
+
+class MemoryColumns:
+    """A base arrow table as read, and an overlay of rows written since (None: deleted)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table.select(list(FIELDS))
+        self._rows = {memory_id: i for i, memory_id in enumerate(self.table.column(0).to_pylist())}
+        self._overlay: dict[str, ScoringRow | None] = {}
+        self._stale: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self.ids())
+
+    def put(self, rows: Iterable[ScoringRow]) -> None:
+        for row in rows:
+            self._overlay[row.id] = row
+            self._stale.discard(row.id)
+
+    def drop(self, ids: Iterable[str]) -> None:
+        for memory_id in ids:
+            self._overlay[memory_id] = None
+            self._stale.discard(memory_id)
+
+    def mark_stale(self, ids: Iterable[str]) -> None:
+        self._stale.update(ids)
+
+    def refresh(self, fetch: Callable[[Sequence[str]], dict[str, ScoringRow]]) -> None:
+        """Read the stale memories again (a memory not found was deleted)."""
+        if not self._stale:
+            return
+        stale = sorted(self._stale)
+        found = fetch(stale)
+        for memory_id in stale:
+            self._overlay[memory_id] = found.get(memory_id)
+        self._stale.clear()
+
+    def get(self, ids: Iterable[str]) -> dict[str, ScoringRow]:
+        out: dict[str, ScoringRow] = {}
+        from_table: list[tuple[str, int]] = []
+        for memory_id in dict.fromkeys(ids):
+            if memory_id in self._overlay:
+                row = self._overlay[memory_id]
+                if row is not None:
+                    out[memory_id] = row
+            elif memory_id in self._rows:
+                from_table.append((memory_id, self._rows[memory_id]))
+        if from_table:
+            taken = self.table.take(pa.array([i for _, i in from_table], pa.int64()))
+            for values in taken.to_pylist():
+                out[values["id"]] = ScoringRow.of(values)
+        return out
+
+    def ids(self) -> list[str]:
+        """Every live memory id."""
+        base = [i for i in self._rows if i not in self._overlay]
+        return base + [i for i, row in self._overlay.items() if row is not None]
+
+    def matching(self, filters: MemoryFilter) -> set[str]:
+        """Ids of the memories that pass the filters: the equality filters run in arrow over
+        the base table, the rest in Python over what is left."""
+        table = self._base()
+        for name in ("type", "kind", "context", "service", "lifecycle"):
+            wanted = getattr(filters, name)
+            if wanted is not None:
+                table = table.filter(pc.equal(table[name], wanted))
+        rows = [ScoringRow.of(values) for values in table.to_pylist()]
+        rows += [row for row in self._overlay.values() if row is not None]
+        return {row.id for row in rows if row.passes(filters)}
+
+    def in_sessions(self, sessions: Sequence[str]) -> dict[str, list[str]]:
+        """Each session's memory ids in the order they were stored (ids are monotonic)."""
+        base = self._base()
+        picked = base.filter(
+            pc.is_in(base["session_id"], value_set=pa.array(sessions, pa.string()))
+        )
+        pairs = list(zip(picked["session_id"].to_pylist(), picked["id"].to_pylist(), strict=True))
+        wanted = set(sessions)
+        pairs += [
+            (r.session_id, r.id) for r in self._overlay.values() if r and r.session_id in wanted
+        ]
+        order: dict[str, list[str]] = {}
+        for session, memory_id in sorted(pairs, key=lambda p: p[1]):
+            order.setdefault(session, []).append(memory_id)
+        return order
+
+    def any_archived(self) -> bool:
+        overlay = any(r is not None and r.lifecycle == "archived" for r in self._overlay.values())
+        return overlay or bool(pc.any(pc.equal(self._base()["lifecycle"], "archived")).as_py())
+
+    def merged(self) -> pa.Table:
+        """One table with the overlay folded in (what is saved for the next process)."""
+        live = [row for row in self._overlay.values() if row is not None]
+        if not self._overlay:
+            return self.table
+        columns: dict[str, list[Any]] = {f: [] for f in FIELDS}
+        for row in live:
+            for f in FIELDS:
+                value = getattr(row, f)
+                columns[f].append(list(value) if f == "tags" else value)
+        added = pa.table(columns, schema=self.table.schema)
+        return pa.concat_tables([self._base(), added]).combine_chunks()
+
+    def _base(self) -> pa.Table:
+        """The base table without the rows the overlay replaces."""
+        if not self._overlay:
+            return self.table
+        replaced = pa.array(list(self._overlay), pa.string())
+        return self.table.filter(pc.invert(pc.is_in(self.table["id"], value_set=replaced)))
