@@ -1,4 +1,4 @@
-"""The fields recall scores and filters by, for every memory, held in process.
+"""Every memory's fields (what recall scores, filters and returns), held in process.
 
 Kùzu answers `UNWIND $ids MATCH (m:Memory {id: i})` with a hash join over the whole table (15 ms at
 100k memories, whatever the number of ids) and a single-id lookup costs ~0.25 ms, so fetching a
@@ -10,6 +10,7 @@ again when next asked for.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,13 +20,26 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphmem.models import MemoryFilter
+from graphmem.models import Memory, MemoryFilter
 
-FIELDS = (
+MEMORY_FIELDS = (
+    "id", "kind", "type", "title", "content", "tags", "context", "service", "importance",
+    "confidence", "lifecycle", "metadata", "created_at", "updated_at", "valid_from", "valid_to",
+    "owner", "verified_at", "verify_status", "session_id",
+)  # fmt: skip
+FIELDS = (*MEMORY_FIELDS, "search_text")
+COLUMNS = ", ".join(f"m.{f}" for f in FIELDS)  # a RETURN clause over `m`
+_SCORING = (
     "id", "title", "created_at", "importance", "lifecycle", "session_id", "type", "kind",
     "context", "service", "tags", "valid_from", "valid_to", "search_text",
 )  # fmt: skip
-COLUMNS = ", ".join(f"m.{f}" for f in FIELDS)  # a RETURN clause over `m`
+
+
+def memory_from_values(values: Mapping[str, Any]) -> Memory:
+    data = {f: values.get(f) for f in MEMORY_FIELDS}
+    data["metadata"] = json.loads(data["metadata"] or "{}")
+    data["tags"] = data["tags"] or []
+    return Memory.model_validate({k: v for k, v in data.items() if v is not None})
 
 
 @dataclass(frozen=True)
@@ -47,7 +61,7 @@ class ScoringRow:
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> ScoringRow:
-        data: dict[str, Any] = {f: values.get(f) for f in FIELDS}
+        data: dict[str, Any] = {f: values.get(f) for f in _SCORING}
         data["tags"] = tuple(data["tags"] or ())
         data["search_text"] = data["search_text"] or ""
         data["importance"] = data["importance"] if data["importance"] is not None else 0.5
@@ -84,16 +98,17 @@ class MemoryColumns:
     def __init__(self, table: pa.Table) -> None:
         self.table = table.select(list(FIELDS))
         self._rows = {memory_id: i for i, memory_id in enumerate(self.table.column(0).to_pylist())}
-        self._overlay: dict[str, ScoringRow | None] = {}
+        self._overlay: dict[str, dict[str, Any] | None] = {}
         self._stale: set[str] = set()
 
     def __len__(self) -> int:
         return len(self.ids())
 
-    def put(self, rows: Iterable[ScoringRow]) -> None:
+    def put(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Whole rows, every field of FIELDS (as `memory_to_row` gives them)."""
         for row in rows:
-            self._overlay[row.id] = row
-            self._stale.discard(row.id)
+            self._overlay[row["id"]] = {f: row.get(f) for f in FIELDS}
+            self._stale.discard(row["id"])
 
     def drop(self, ids: Iterable[str]) -> None:
         for memory_id in ids:
@@ -103,36 +118,45 @@ class MemoryColumns:
     def mark_stale(self, ids: Iterable[str]) -> None:
         self._stale.update(ids)
 
-    def refresh(self, fetch: Callable[[Sequence[str]], dict[str, ScoringRow]]) -> None:
+    def refresh(self, fetch: Callable[[Sequence[str]], list[dict[str, Any]]]) -> None:
         """Read the stale memories again (a memory not found was deleted)."""
         if not self._stale:
             return
         stale = sorted(self._stale)
-        found = fetch(stale)
+        found = {row["id"]: row for row in fetch(stale)}
         for memory_id in stale:
             self._overlay[memory_id] = found.get(memory_id)
         self._stale.clear()
 
-    def get(self, ids: Iterable[str]) -> dict[str, ScoringRow]:
-        out: dict[str, ScoringRow] = {}
-        from_table: list[tuple[str, int]] = []
+    def values(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Every field of each live memory asked for, by id."""
+        out: dict[str, dict[str, Any]] = {}
+        from_table: list[int] = []
         for memory_id in dict.fromkeys(ids):
             if memory_id in self._overlay:
                 row = self._overlay[memory_id]
                 if row is not None:
                     out[memory_id] = row
             elif memory_id in self._rows:
-                from_table.append((memory_id, self._rows[memory_id]))
+                from_table.append(self._rows[memory_id])
         if from_table:
-            taken = self.table.take(pa.array([i for _, i in from_table], pa.int64()))
-            for values in taken.to_pylist():
-                out[values["id"]] = ScoringRow.of(values)
+            for row in self.table.take(pa.array(from_table, pa.int64())).to_pylist():
+                out[row["id"]] = row
         return out
+
+    def get(self, ids: Iterable[str]) -> dict[str, ScoringRow]:
+        return {k: ScoringRow.of(v) for k, v in self.values(ids).items()}
+
+    def memories(self, ids: Iterable[str]) -> dict[str, Memory]:
+        return {k: memory_from_values(v) for k, v in self.values(ids).items()}
 
     def ids(self) -> list[str]:
         """Every live memory id."""
         base = [i for i in self._rows if i not in self._overlay]
         return base + [i for i, row in self._overlay.items() if row is not None]
+
+    def _live_overlay(self) -> list[dict[str, Any]]:
+        return [row for row in self._overlay.values() if row is not None]
 
     def matching(self, filters: MemoryFilter) -> set[str]:
         """Ids of the memories that pass the filters: the equality filters run in arrow over
@@ -142,8 +166,8 @@ class MemoryColumns:
             wanted = getattr(filters, name)
             if wanted is not None:
                 table = table.filter(pc.equal(table[name], wanted))
-        rows = [ScoringRow.of(values) for values in table.to_pylist()]
-        rows += [row for row in self._overlay.values() if row is not None]
+        rows = [ScoringRow.of(v) for v in table.select(list(_SCORING)).to_pylist()]
+        rows += [ScoringRow.of(v) for v in self._live_overlay()]
         return {row.id for row in rows if row.passes(filters)}
 
     def in_sessions(self, sessions: Sequence[str]) -> dict[str, list[str]]:
@@ -155,7 +179,7 @@ class MemoryColumns:
         pairs = list(zip(picked["session_id"].to_pylist(), picked["id"].to_pylist(), strict=True))
         wanted = set(sessions)
         pairs += [
-            (r.session_id, r.id) for r in self._overlay.values() if r and r.session_id in wanted
+            (r["session_id"], r["id"]) for r in self._live_overlay() if r["session_id"] in wanted
         ]
         order: dict[str, list[str]] = {}
         for session, memory_id in sorted(pairs, key=lambda p: p[1]):
@@ -163,20 +187,16 @@ class MemoryColumns:
         return order
 
     def any_archived(self) -> bool:
-        overlay = any(r is not None and r.lifecycle == "archived" for r in self._overlay.values())
-        return overlay or bool(pc.any(pc.equal(self._base()["lifecycle"], "archived")).as_py())
+        if any(r["lifecycle"] == "archived" for r in self._live_overlay()):
+            return True
+        return bool(pc.any(pc.equal(self._base()["lifecycle"], "archived")).as_py())
 
     def merged(self) -> pa.Table:
         """One table with the overlay folded in (what is saved for the next process)."""
-        live = [row for row in self._overlay.values() if row is not None]
         if not self._overlay:
             return self.table
-        columns: dict[str, list[Any]] = {f: [] for f in FIELDS}
-        for row in live:
-            for f in FIELDS:
-                value = getattr(row, f)
-                columns[f].append(list(value) if f == "tags" else value)
-        added = pa.table(columns, schema=self.table.schema)
+        live = self._live_overlay()
+        added = pa.Table.from_pylist(live, schema=self.table.schema)
         return pa.concat_tables([self._base(), added]).combine_chunks()
 
     def _base(self) -> pa.Table:

@@ -20,34 +20,20 @@ import pyarrow as pa
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats
-from graphmem.storage.columns import COLUMNS, FIELDS, MemoryColumns, ScoringRow
+from graphmem.storage.columns import (
+    COLUMNS,
+    FIELDS,
+    MEMORY_FIELDS,
+    MemoryColumns,
+    ScoringRow,
+    memory_from_values,
+)
 from graphmem.storage.keywords import KeywordIndex
 from graphmem.storage.search_cache import MIN_MEMORIES
 from graphmem.storage.vectors import VectorTables
 from graphmem.text import index_text
 
-_FIELDS = (
-    "id",
-    "kind",
-    "type",
-    "title",
-    "content",
-    "tags",
-    "context",
-    "service",
-    "importance",
-    "confidence",
-    "lifecycle",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "valid_from",
-    "valid_to",
-    "owner",
-    "verified_at",
-    "verify_status",
-    "session_id",
-)
+_FIELDS = MEMORY_FIELDS
 RETURN_MEMORY = ", ".join(f"m.{f}" for f in _FIELDS)
 _SET_FIELDS = [f for f in _FIELDS if f != "id"] + ["search_text"]
 _TIMES = {"created_at", "updated_at", "valid_from", "valid_to", "verified_at"}
@@ -71,10 +57,7 @@ def _param(field: str) -> str:
 
 
 def row_to_memory(row: Sequence[Any]) -> Memory:
-    data = dict(zip(_FIELDS, row, strict=True))
-    data["metadata"] = json.loads(data["metadata"] or "{}")
-    data["tags"] = data["tags"] or []
-    return Memory.model_validate({k: v for k, v in data.items() if v is not None})
+    return memory_from_values(dict(zip(_FIELDS, row, strict=True)))
 
 
 def memory_to_row(memory: Memory) -> dict[str, Any]:
@@ -184,6 +167,9 @@ class MemoryRepository(VectorTables):
         """Few ids: one primary-key lookup each (~0.25 ms); Kùzu plans `UNWIND $ids MATCH` as a
         hash join over the whole table (~15 ms at 100k memories), worth it for many ids only."""
         ids = list(dict.fromkeys(ids))
+        with self._search_lock:
+            if self._columns is not None:  # loaded by recall: the memories are in process
+                return self._memory_columns().memories(ids)
         if len(ids) <= POINT_LOOKUPS:
             query = f"MATCH (m:Memory {{id: $id}}) RETURN {RETURN_MEMORY}"
             found = [row for i in ids for row in self.read(query, {"id": i})]
@@ -208,7 +194,7 @@ class MemoryRepository(VectorTables):
         """Loaded once per process, stale rows read again; the caller holds `_search_lock`."""
         if self._columns is None:
             saved = self._saved_search()
-            table = saved.columns() if saved else None
+            table = saved.columns(FIELDS) if saved else None
             if table is None:
                 table = self.read_arrow(f"MATCH (m:Memory) RETURN {COLUMNS}")
                 table = table.rename_columns(list(FIELDS))
@@ -217,16 +203,17 @@ class MemoryRepository(VectorTables):
         self._columns.refresh(self._read_rows)
         return self._columns
 
-    def _read_rows(self, ids: Sequence[str]) -> dict[str, ScoringRow]:
+    def _read_rows(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         query = f"MATCH (m:Memory {{id: $id}}) RETURN {COLUMNS}"
-        rows = [row for i in ids for row in self.read(query, {"id": i})]
-        return {row[0]: ScoringRow.of(dict(zip(FIELDS, row, strict=True))) for row in rows}
+        return [
+            dict(zip(FIELDS, row, strict=True)) for i in ids for row in self.read(query, {"id": i})
+        ]
 
     def _columns_put(self, rows: Sequence[dict[str, Any]]) -> None:
         """Whole memories just written (as `memory_to_row` gives them)."""
         with self._search_lock:
             if self._columns is not None:
-                self._columns.put(ScoringRow.of(row) for row in rows)
+                self._columns.put(rows)
                 self._search_unsaved = True
 
     def memories_changed(self, ids: Sequence[str]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -54,12 +55,13 @@ class SearchCache:
             return None
         return ids, matrix
 
-    def columns(self) -> pa.Table | None:
+    def columns(self, names: Sequence[str]) -> pa.Table | None:
         try:
             with pa.memory_map(str(self.folder / "columns.arrow")) as source:
-                return pa.ipc.open_file(source).read_all()
+                table = pa.ipc.open_file(source).read_all()
         except (OSError, pa.ArrowInvalid):
             return None
+        return table if table.column_names == list(names) else None
 
     def keywords(self) -> KeywordIndex | None:
         try:

@@ -1,0 +1,60 @@
+"""The in-process columns recall reads: they follow every kind of write once they are loaded."""
+
+from __future__ import annotations
+
+from graphmem.models import MemoryFilter
+from graphmem.service import GraphMemory
+
+
+def _hit(gm: GraphMemory, query: str, **filters: object) -> dict[str, str]:
+    """id -> lifecycle of the hits, as recall returns them."""
+    return {h.memory.id: h.memory.lifecycle for h in gm.recall(query, limit=10, filters=filters)}
+
+
+def test_lifecycle_changes_after_the_columns_were_loaded_show_in_recall(gm: GraphMemory) -> None:
+    old = gm.remember("deploy the billing service with helm v2")
+    new = gm.remember("deploy the billing service with helm v3")
+    dup = gm.remember("billing service is deployed with helm, version 3")
+    assert set(_hit(gm, "deploy billing helm")) == {old.id, new.id, dup.id}  # columns loaded
+
+    gm.mark_outdated(old.id, reason="helm 3 now", superseded_by=new.id)
+    gm.promote_to_canonical(new.id, owner="platform")
+    gm.merge_duplicates(new.id, [dup.id])
+
+    hits = _hit(gm, "deploy billing helm")
+    assert hits[old.id] == "superseded"
+    assert hits[new.id] == "canonical"
+    assert dup.id not in hits  # archived: hidden unless asked for
+    assert _hit(gm, "deploy billing helm", lifecycle="archived") == {dup.id: "archived"}
+    assert next(iter(hits)) == new.id  # canonical first
+
+
+def test_updates_deletes_and_cypher_writes_show_in_recall(gm: GraphMemory) -> None:
+    kept = gm.remember("postgres vacuum runbook", tags=["db"])
+    gone = gm.remember("postgres failover runbook", tags=["db"])
+    raw = gm.remember("postgres replica lag notes", tags=["db"])
+    assert len(_hit(gm, "postgres runbook")) == 3
+
+    gm.update(kept.id, tags=["db", "oncall"], importance=0.9)
+    gm.delete(gone.id)
+    gm.cypher(f"MATCH (m:Memory {{id: '{raw.id}'}}) SET m.service = 'replicas'", write=True)
+
+    assert set(_hit(gm, "postgres runbook")) == {kept.id, raw.id}
+    assert set(_hit(gm, "postgres", tags=["oncall"])) == {kept.id}
+    assert set(_hit(gm, "postgres", service="replicas")) == {raw.id}
+    (hit,) = gm.recall("vacuum", limit=1)
+    assert hit.memory.importance == 0.9
+
+
+def test_filters_and_sessions_read_from_the_columns_agree_with_the_store(gm: GraphMemory) -> None:
+    first = gm.remember("turn one about kafka", session_id="s1", kind="note")
+    second = gm.remember("turn two about kafka", session_id="s1", kind="decision")
+    other = gm.remember("kafka elsewhere", session_id="s2", kind="note")
+    gm.recall("kafka")
+
+    assert gm.store.session_order(["s1", "s2"]) == {
+        "s1": [first.id, second.id],
+        "s2": [other.id],
+    }
+    assert gm.store.matching_ids(MemoryFilter(kind="note")) == {first.id, other.id}
+    assert not gm.store.has_archived()
