@@ -44,18 +44,10 @@ def _vector_candidates(
     ids, rows, matrix = store.vectors(space)
     if not ids or top <= 0:
         return [], rows, matrix
-    sims = matrix @ vector
     if allowed is not None:
         listed = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
-        mask = listed if mask is None else mask & listed
-    if mask is not None:  # rows added since the mask was built are left out
-        keep = np.zeros(len(sims), dtype=bool)
-        keep[: len(mask)] = mask[: len(sims)]
-        sims = np.where(keep, sims, -np.inf)
-    top = min(top, len(ids))
-    best = np.argpartition(-sims, top - 1)[:top]
-    best = best[np.argsort(-sims[best])]
-    return [(ids[i], float(sims[i])) for i in best if np.isfinite(sims[i])], rows, matrix
+        mask = listed if mask is None else mask[: len(listed)] & listed[: len(mask)]
+    return store.nearest(space, vector, top, mask), rows, matrix
 
 
 WIDEN = 4  # how many more candidates to fetch when a filter will drop some
@@ -130,10 +122,16 @@ def recall(
         return []
     rows = {k: rows[k] for k in candidates}
     if matrix is not None and vector is not None:
-        for cand in candidates.values():
-            row = positions.get(cand.memory_id, len(matrix))
-            if cand.cosine is None and row < len(matrix):  # rows added since the snapshot: skip
-                cand.cosine = float(matrix[row] @ vector)
+        missing = [  # found by keyword only; rows added since the snapshot are skipped
+            (cand, row)
+            for cand in candidates.values()
+            if cand.cosine is None
+            and (row := positions.get(cand.memory_id, len(matrix))) < len(matrix)
+        ]
+        if missing:
+            sims = matrix[[row for _, row in missing]] @ vector
+            for (cand, _), sim in zip(missing, sims, strict=True):
+                cand.cosine = float(sim)
 
     # as of a past date there is no "superseded" yet: every version is judged as it stood then
     judge = filters.as_of is None

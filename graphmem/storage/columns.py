@@ -128,8 +128,10 @@ class MemoryColumns:
             self._overlay[memory_id] = found.get(memory_id)
         self._stale.clear()
 
-    def values(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """Every field of each live memory asked for, by id."""
+    def values(
+        self, ids: Iterable[str], fields: Sequence[str] = FIELDS
+    ) -> dict[str, dict[str, Any]]:
+        """The fields of each live memory asked for, by id (overlay rows bring them all)."""
         out: dict[str, dict[str, Any]] = {}
         from_table: list[int] = []
         for memory_id in dict.fromkeys(ids):
@@ -140,12 +142,13 @@ class MemoryColumns:
             elif memory_id in self._rows:
                 from_table.append(self._rows[memory_id])
         if from_table:
-            for row in self.table.take(pa.array(from_table, pa.int64())).to_pylist():
+            taken = self.table.select(list(fields)).take(pa.array(from_table, pa.int64()))
+            for row in taken.to_pylist():
                 out[row["id"]] = row
         return out
 
     def get(self, ids: Iterable[str]) -> dict[str, ScoringRow]:
-        return {k: ScoringRow.of(v) for k, v in self.values(ids).items()}
+        return {k: ScoringRow.of(v) for k, v in self.values(ids, _SCORING).items()}
 
     def memories(self, ids: Iterable[str]) -> dict[str, Memory]:
         return {k: memory_from_values(v) for k, v in self.values(ids).items()}

@@ -53,7 +53,7 @@ class SearchCache:
         ids = text.split("\n") if text else []
         if matrix.shape != (len(ids), dim) or matrix.dtype != np.float32:
             return None
-        return ids, matrix
+        return ids, matrix.view(np.ndarray)  # same pages, without memmap's slow indexing
 
     def columns(self, names: Sequence[str]) -> pa.Table | None:
         try:

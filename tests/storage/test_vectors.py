@@ -1,0 +1,67 @@
+"""Nearest-vector search: exact for small spaces, projected then reranked exactly for big ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphmem.models import Memory, utcnow
+from graphmem.service import GraphMemory
+from graphmem.storage import vectors
+
+
+def _fill(gm: GraphMemory, n: int, seed: int = 5) -> np.ndarray:
+    """n memories whose vectors, like sentence embeddings, vary along a few main directions."""
+    rng = np.random.default_rng(seed)
+    space = gm.embedder.space
+    mixed = rng.standard_normal((n, 24)) @ rng.standard_normal((24, space.dim))
+    mixed += 0.05 * rng.standard_normal((n, space.dim))
+    mixed = (mixed / np.linalg.norm(mixed, axis=1, keepdims=True)).astype(np.float32)
+    now = utcnow()
+    memories = [
+        Memory(id=f"01VEC{i:021d}", content=f"note {i}", created_at=now, updated_at=now)
+        for i in range(n)
+    ]
+    gm.store.insert_memories(memories, mixed, space)
+    return mixed
+
+
+def _exact(matrix: np.ndarray, query: np.ndarray, top: int) -> list[str]:
+    return [f"01VEC{i:021d}" for i in np.argsort(-(matrix @ query))[:top]]
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_nearest_finds_the_exact_top_ten(
+    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch, projected: bool
+) -> None:
+    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500 if projected else 10**9)
+    matrix = _fill(gm, 3000)
+    for query in matrix[:20] + 0.1:
+        query = (query / np.linalg.norm(query)).astype(np.float32)
+        got = gm.store.nearest(gm.embedder.space, query, 10)
+        assert [i for i, _ in got] == _exact(matrix, query, 10)
+        assert np.allclose([s for _, s in got], np.sort(matrix @ query)[::-1][:10], atol=1e-5)
+
+
+def test_a_mask_leaves_rows_out_of_a_projected_scan(
+    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500)
+    matrix = _fill(gm, 2000)
+    mask = np.zeros(len(matrix), bool)
+    mask[1000:] = True
+    got = gm.store.nearest(gm.embedder.space, matrix[0], 5, mask)
+    best = np.argsort(-(matrix[1000:] @ matrix[0]))[:5] + 1000
+    assert [i for i, _ in got] == [f"01VEC{i:021d}" for i in best]
+
+
+def test_rows_added_after_the_projection_was_fitted_are_found(
+    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500)
+    matrix = _fill(gm, 1000)
+    gm.store.nearest(gm.embedder.space, matrix[0], 5)  # fits the basis
+    later = gm.remember("a note stored later")
+    _, rows, full = gm.store.vectors(gm.embedder.space)
+    got = gm.store.nearest(gm.embedder.space, full[rows[later.id]], 1)
+    assert got[0][0] == later.id
