@@ -392,7 +392,7 @@ class MemoryRepository(VectorTables):
         if not self._search_unsaved or self.memory_count() < MIN_MEMORIES:
             return
         with self._search_lock:
-            matrices = {t: (m.ids, m.matrix(0)) for t, m in self._cache().items() if m.ids}
+            matrices = {t: m.saved() for t, m in self._cache().items() if m.ids}
             try:
                 columns = self._columns.merged() if self._columns is not None else None
                 self._search_files.save(self.content_stamp(), matrices, self._keywords, columns)

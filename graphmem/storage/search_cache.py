@@ -23,7 +23,13 @@ from graphmem.storage.keywords import KeywordIndex, load_index, save_index
 
 CACHE_DIR = "search-cache"
 MANIFEST = "manifest.json"
-FORMAT = 1
+FORMAT = 2
+# (ids, matrix, (basis, projected rows) or None) of one vector table
+SavedMatrix = tuple[
+    list[str],
+    npt.NDArray[np.float32],
+    tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]] | None,
+]
 MIN_MEMORIES = 2_000  # below this, reading from Kùzu takes no longer than reading these files
 
 
@@ -55,6 +61,19 @@ class SearchCache:
             return None
         return ids, matrix.view(np.ndarray)  # same pages, without memmap's slow indexing
 
+    def projection(
+        self, table: str, rows: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]] | None:
+        """The saved (basis, projected rows) of a big matrix, when they cover its rows."""
+        try:
+            basis = np.load(self.folder / f"{table}.basis.npy")
+            projected = np.load(self.folder / f"{table}.projected.npy", mmap_mode="r")
+        except (OSError, ValueError):
+            return None
+        if len(projected) != rows or projected.shape[1:] != basis.shape[1:]:
+            return None
+        return basis, projected.view(np.ndarray)
+
     def columns(self, names: Sequence[str]) -> pa.Table | None:
         try:
             with pa.memory_map(str(self.folder / "columns.arrow")) as source:
@@ -72,7 +91,7 @@ class SearchCache:
     def save(
         self,
         stamp: str,
-        matrices: dict[str, tuple[list[str], npt.NDArray[np.float32]]],
+        matrices: dict[str, SavedMatrix],
         keywords: KeywordIndex | None,
         columns: pa.Table | None,
     ) -> None:
@@ -80,9 +99,12 @@ class SearchCache:
         staging = self.folder.with_name(f"{CACHE_DIR}.{os.getpid()}.tmp")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        for table, (ids, matrix) in matrices.items():
+        for table, (ids, matrix, projection) in matrices.items():
             np.save(staging / f"{table}.npy", np.ascontiguousarray(matrix, np.float32))
             (staging / f"{table}.ids").write_text("\n".join(ids), encoding="utf-8")
+            if projection is not None and len(projection[1]) == len(ids):
+                np.save(staging / f"{table}.basis.npy", projection[0])
+                np.save(staging / f"{table}.projected.npy", projection[1])
         if keywords is not None:
             save_index(keywords, staging)
         if columns is not None:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput
 from graphmem.storage.connection import KuzuConnection
-from graphmem.storage.search_cache import SearchCache
+from graphmem.storage.search_cache import SavedMatrix, SearchCache
 
 VEC_PREFIX = "Vec_"
 # From this many vectors, a scan first scores every row in PROJECTED_DIMS dimensions (a third of
@@ -40,6 +40,13 @@ class _Matrix:
     rows: dict[str, int] = field(default_factory=dict)
     basis: npt.NDArray[np.float32] | None = None  # dim x PROJECTED_DIMS
     projected: npt.NDArray[np.float32] | None = None  # the first rows, projected on `basis`
+
+    def saved(self) -> SavedMatrix:
+        """What the search cache keeps of this matrix."""
+        matrix = self.matrix(0)  # never empty when saved
+        if self.basis is None or self.projected is None:
+            return self.ids, matrix, None
+        return self.ids, matrix, (self.basis, self.projected)
 
     def projection(
         self, matrix: npt.NDArray[np.float32]
@@ -211,8 +218,11 @@ class VectorTables(KuzuConnection):
         cached = _Matrix()
         saved = self._saved_search()
         hit = saved.matrix(table, space.dim) if saved and table in self.table_names() else None
-        if hit is not None:
+        if hit is not None and saved is not None:
             cached.append(*hit)
+            projection = saved.projection(table, len(hit[0]))
+            if projection is not None:
+                cached.basis, cached.projected = projection
         elif table in self.table_names():
             self._search_unsaved = True
             result = self.query_result(f"MATCH (v:{table}) RETURN v.id, v.vec")
