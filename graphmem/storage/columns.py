@@ -95,7 +95,8 @@ class MemoryColumns:
     """A base arrow table as read, and an overlay of rows written since (None: deleted)."""
 
     def __init__(self, table: pa.Table) -> None:
-        self.table = table.select(list(FIELDS))
+        # one chunk per column: `take` from many chunks costs ~40 ms at 1M rows, from one ~0.1
+        self.table = table.select(list(FIELDS)).combine_chunks()
         self._rows = {memory_id: i for i, memory_id in enumerate(self.table.column(0).to_pylist())}
         self._overlay: dict[str, dict[str, Any] | None] = {}
         self._stale: set[str] = set()
