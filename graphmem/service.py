@@ -305,16 +305,20 @@ class GraphMemory(KnowledgeOps, GraphOps):
         first_line: int = 1,
         on_progress: Progress | None = None,
     ) -> ImportReport:
-        """Import JSONL written by export (ids, dates and metadata kept); bad lines are reported."""
+        """Import JSONL written by export (ids, dates and metadata kept); bad lines are reported.
+
+        One transaction per `batch_size` lines to embed; lines that bring their vector weigh a
+        quarter of one, since each commit of a batch costs a checkpoint (~0.3 s at 100k)."""
         if on_error not in ("continue", "stop"):
             raise InvalidInput("on_error must be 'continue' or 'stop'")
         started = time.perf_counter()
         errors: list[dict[str, Any]] = []
         pending: list[tuple[Memory, npt.NDArray[np.float32] | None]] = []
         imported = skipped = supplied = 0
+        load = 0.0
 
         def flush() -> None:
-            nonlocal imported, skipped, supplied, pending
+            nonlocal imported, skipped, supplied, pending, load
             present = self.store.existing_ids([m.id for m, _ in pending])
             fresh = [(m, v) for m, v in pending if m.id not in present]
             skipped += len(pending) - len(fresh)
@@ -333,7 +337,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
                     self.store.ensure_space(space)
                 supplied += len(fresh) - len(missing)
                 imported += self.store.insert_memories([m for m, _ in fresh], vectors, space)
-            pending = []
+            pending, load = [], 0.0
 
         for lineno, line in enumerate(lines, start=first_line):
             if not line.strip():
@@ -348,7 +352,8 @@ class GraphMemory(KnowledgeOps, GraphOps):
                         f"line {lineno}: {exc.message}", line=lineno, imported=imported
                     ) from exc
                 continue
-            if len(pending) >= batch_size:
+            load += 1.0 if pending[-1][1] is None else 0.25
+            if load >= batch_size:
                 flush()
                 if on_progress:
                     on_progress(lineno, 0)

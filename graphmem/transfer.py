@@ -10,7 +10,7 @@ from typing import IO
 from graphmem.api import MemoryAPI, Progress
 from graphmem.models import ImportReport
 
-CHUNK_LINES = 2048
+CHUNK_LINES = 8192
 
 
 def export_jsonl(api: MemoryAPI, out: IO[str], *, with_vectors: bool = False) -> int:

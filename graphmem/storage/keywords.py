@@ -244,6 +244,7 @@ def save_index(index: KeywordIndex, folder: Path) -> None:
 def load_index(folder: Path) -> KeywordIndex:
     """The index `save_index` wrote; raises OSError or ValueError when the files are unusable."""
     index = KeywordIndex()
+
     def load(name: str) -> Any:  # mapped, not read: a new process answers sooner
         return np.load(folder / f"keywords.{name}.npy", mmap_mode="r").view(np.ndarray)
 
