@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import snowballstemmer
 
 from graphmem.storage.stopwords import KEYWORD_STOPWORDS as STOPWORDS
@@ -109,8 +110,6 @@ class KeywordIndex:
             texts = texts.combine_chunks()
         elif not isinstance(texts, pa.Array):
             texts = pa.array(texts, pa.string())
-        import pyarrow.compute as pc  # ~60 ms to import: not on a cold start's path
-
         tokens = pc.utf8_split_whitespace(texts)
         per_doc = pc.fill_null(pc.list_value_length(tokens), 0).to_numpy().astype(np.int64)
         encoded = pc.dictionary_encode(pc.list_flatten(tokens))
