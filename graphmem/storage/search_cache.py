@@ -1,9 +1,11 @@
-"""Recall's in-process structures (vector matrices, keyword index) saved beside the database.
+"""Recall's in-process structures (vector matrices and their projection, keyword postings, every
+memory's fields) saved beside the database.
 
-A new process would otherwise read every vector and every text from Kùzu and rebuild the keyword
-index before its first answer (~1.5 s at 100k memories). The files are written when a store that
+A new process would otherwise read every vector, text and field from Kùzu and rebuild the keyword
+index before its first answer (~2.5 s at 100k memories). The files are written when a store that
 is big enough closes, and trusted only while the manifest's stamp equals the store's content stamp,
-which every write to memory text or vectors changes; anything else is a miss, never an error.
+which every write to memory text, fields or vectors changes; anything else is a miss, never an
+error, and deleting the folder is always safe.
 """
 
 from __future__ import annotations
