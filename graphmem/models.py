@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -316,13 +316,19 @@ class RestoreReport(BaseModel):
     stopped_owner_pid: int | None = None
 
 
-def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
-    """A filter given as a model, a mapping (from JSON or MCP) or nothing, checked once."""
-    if filters is None:
-        return MemoryFilter()
-    if isinstance(filters, MemoryFilter):
-        return filters
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def validated(model: type[_M], value: _M | Mapping[str, Any]) -> _M:
+    """`value` (a model, or a mapping from JSON or MCP) as a `model`, checked once; InvalidInput
+    says what is wrong."""
+    if isinstance(value, model):
+        return value
     try:
-        return MemoryFilter.model_validate(dict(filters))
+        return model.model_validate(dict(value))
     except ValidationError as exc:
         raise InvalidInput(validation_message(exc)) from exc
+
+
+def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
+    return MemoryFilter() if filters is None else validated(MemoryFilter, filters)

@@ -42,6 +42,7 @@ from graphmem.models import (
     parse_time,
     utcnow,
     validate_filter,
+    validated,
 )
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
@@ -54,12 +55,7 @@ Progress = Callable[[int, int], None]
 
 
 def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
-    if isinstance(item, MemoryInput):
-        return item
-    try:
-        return MemoryInput.model_validate(dict(item))
-    except ValidationError as exc:
-        raise InvalidInput(validation_message(exc)) from exc
+    return validated(MemoryInput, item)
 
 
 class GraphMemory(KnowledgeOps, GraphOps):

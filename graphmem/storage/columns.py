@@ -17,6 +17,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -28,6 +30,7 @@ MEMORY_FIELDS = (
     "owner", "verified_at", "verify_status", "session_id",
 )  # fmt: skip
 FIELDS = (*MEMORY_FIELDS, "search_text")
+Datetimes = npt.NDArray[np.datetime64]
 COLUMNS = ", ".join(f"m.{f}" for f in FIELDS)  # a RETURN clause over `m`
 _SCORING = (
     "id", "title", "created_at", "importance", "lifecycle", "session_id", "type", "kind",
@@ -153,6 +156,21 @@ class MemoryColumns:
 
     def memories(self, ids: Iterable[str]) -> dict[str, Memory]:
         return {k: memory_from_values(v) for k, v in self.values(ids).items()}
+
+    def windows(self, ids: Sequence[str]) -> tuple[Datetimes, Datetimes, Datetimes]:
+        """(created_at, valid_from, valid_to) of each id, in order; NaT where unknown."""
+        out = [np.full(len(ids), np.datetime64("NaT"), "datetime64[us]") for _ in range(3)]
+        names = ("created_at", "valid_from", "valid_to")
+        at = np.fromiter((self._rows.get(i, -1) for i in ids), np.int64, len(ids))
+        base = (at >= 0) & np.fromiter((i not in self._overlay for i in ids), bool, len(ids))
+        for column, name in zip(out, names, strict=True):
+            column[base] = self.table[name].to_numpy().astype("datetime64[us]")[at[base]]
+        for position, memory_id in enumerate(ids):
+            row = self._overlay.get(memory_id)
+            if row is not None:
+                for column, name in zip(out, names, strict=True):
+                    column[position] = row[name] or np.datetime64("NaT")
+        return out[0], out[1], out[2]
 
     def ids(self) -> list[str]:
         """Every live memory id."""

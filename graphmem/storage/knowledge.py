@@ -178,11 +178,9 @@ class KnowledgeRepository(MemoryRepository):
     def dead_end_ids(self) -> list[str]:
         """Cached until the next write: recall asks on every query."""
         key = ("dead_end_ids", self.write_generation)
-        if self._memo.get("dead_end_ids", (None,))[0] != key:
-            rows = self.read(
-                "MATCH (m:Memory) WHERE m.kind = 'dead_end' AND m.lifecycle <> 'archived' RETURN m.id"
-            )
-            self._memo["dead_end_ids"] = (key, [r[0] for r in rows])
+        if self._memo.get("dead_end_ids", (None,))[0] != key:  # archived ones left out
+            found = self.matching_ids(MemoryFilter(kind="dead_end"))
+            self._memo["dead_end_ids"] = (key, sorted(found))
         return list(self._memo["dead_end_ids"][1])
 
     def count_by(self, field: str, filters: MemoryFilter) -> dict[str, int]:

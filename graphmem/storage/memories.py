@@ -147,8 +147,7 @@ class MemoryRepository(VectorTables):
                 {"rows": table},
             )
             self.put_vectors(space, ids, vectors)
-            self._index_keywords(ids, table.column("search_text"))
-            self._columns_put(rows)
+            self._rows_written(rows, table.column("search_text"))
         return len(memories)
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
@@ -209,12 +208,24 @@ class MemoryRepository(VectorTables):
             dict(zip(FIELDS, row, strict=True)) for i in ids for row in self.read(query, {"id": i})
         ]
 
-    def _columns_put(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Whole memories just written (as `memory_to_row` gives them)."""
+    def _rows_written(self, rows: Sequence[dict[str, Any]], texts: Any) -> None:
+        """Whole memories just written (as `memory_to_row` gives them), or deleted (`texts` is
+        None): saved copies go stale with this transaction, and the loaded keyword index and
+        columns follow at once (a rollback drops them)."""
+        self.content_changed()
+        ids = [row["id"] for row in rows]
         with self._search_lock:
+            if self._keywords is not None:
+                if texts is None:
+                    self._keywords.remove(ids)
+                else:
+                    self._keywords.add(ids, texts)
             if self._columns is not None:
-                self._columns.put(rows)
-                self._search_unsaved = True
+                if texts is None:
+                    self._columns.drop(ids)
+                else:
+                    self._columns.put(rows)
+            self._search_unsaved = True
 
     def memories_changed(self, ids: Sequence[str]) -> None:
         """Some fields of these memories were set by a statement of another module: saved
@@ -254,8 +265,7 @@ class MemoryRepository(VectorTables):
             if vector is not None and space is not None:
                 self.delete_vectors([memory.id])
                 self.put_vectors(space, [memory.id], vector.reshape(1, -1))
-            self._index_keywords([memory.id], [row["search_text"]])
-            self._columns_put([row])
+            self._rows_written([row], [row["search_text"]])
 
     def delete_memory(self, memory_id: str) -> None:
         with self.transaction():
@@ -265,12 +275,7 @@ class MemoryRepository(VectorTables):
             if not found or not found[0][0]:
                 raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
             self.delete_vectors([memory_id])
-            with self._search_lock:
-                if self._keywords is not None:
-                    self._keywords.remove([memory_id])
-                if self._columns is not None:
-                    self._columns.drop([memory_id])
-                self._search_unsaved = True
+            self._rows_written([{"id": memory_id}], None)
 
     def list_memories(self, filters: MemoryFilter, *, limit: int, cursor: str | None) -> MemoryPage:
         params: dict[str, Any] = {"limit": limit + 1}
@@ -315,20 +320,13 @@ class MemoryRepository(VectorTables):
         """Which rows of the space's vector matrix were valid and recorded at `when`: the as-of
         filter applied inside the vector scan, so an early date needs no wider candidate list.
 
-        The windows are read once per write generation (one query over every memory)."""
+        The windows come from the in-process columns, once per write generation."""
         ids, _, _ = self.vectors(space)
         key = ("validity", space.name, self.write_generation, len(ids))
         if self._memo.get("validity", (None,))[0] != key:
-            at = self.vector_ids(space)
-            created = np.full(len(ids), np.datetime64("NaT"), dtype="datetime64[us]")
-            starts, ends = created.copy(), created.copy()
-            for memory_id, c, f, t in self.read(
-                "MATCH (m:Memory) RETURN m.id, m.created_at, m.valid_from, m.valid_to"
-            ):
-                row = at.get(memory_id)
-                if row is not None and row < len(ids):
-                    created[row], starts[row], ends[row] = c, f or "NaT", t or "NaT"
-            self._memo["validity"] = (key, (created, starts, ends))
+            with self._search_lock:
+                windows = self._memory_columns().windows(ids)
+            self._memo["validity"] = (key, windows)
         created, starts, ends = self._memo["validity"][1]
         moment = np.datetime64(when, "us")
         mask: npt.NDArray[np.bool_] = (
@@ -377,14 +375,6 @@ class MemoryRepository(VectorTables):
                 self._search_unsaved = True
             self._keywords = index
         return self._keywords
-
-    def _index_keywords(self, ids: Sequence[str], texts: Any) -> None:
-        """Keep a loaded index in step with this process's write (a rollback drops it)."""
-        self.content_changed()
-        with self._search_lock:
-            if self._keywords is not None:
-                self._keywords.add(ids, texts)
-                self._search_unsaved = True
 
     def _before_close(self) -> None:
         """Save the search structures of a big store, so the next process starts warm."""
