@@ -150,10 +150,10 @@ def run_bench(
             embedded_rate = report.imported / (time.perf_counter() - started)
             print(f"embedded import: {embedded_rate:.0f}/s", file=sys.stderr)
 
-            ids, rows, matrix = gm.store.vectors(embedder.space)
+            _, matrix = gm.store.vectors(embedder.space)
             pool_vectors = [  # the compact form: base64 of little-endian float32
-                base64.b64encode(matrix[rows[i]].astype("<f4").tobytes()).decode()
-                for i in ids[: len(pool)]
+                base64.b64encode(row.astype("<f4").tobytes()).decode()
+                for row in matrix[: len(pool)]
             ]
             supplied_s, supplied_n = 0.0, 0
             for first in range(len(pool), n, chunk):

@@ -7,7 +7,9 @@ the storage layer, so transports never see Cypher and the store never sees unval
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -58,6 +60,14 @@ def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
     return validated(MemoryInput, item)
 
 
+def _warm(embedder: Embedder) -> None:
+    """Load a model ahead of use. A failure is left for the first real use to raise."""
+    load = getattr(embedder, "load", None)
+    if load is not None:
+        with contextlib.suppress(Exception):
+            load()
+
+
 class GraphMemory(KnowledgeOps, GraphOps):
     """A memory store: typed memories in a Kùzu graph, recalled by meaning and by exact words."""
 
@@ -67,11 +77,17 @@ class GraphMemory(KnowledgeOps, GraphOps):
         *,
         embedder: Embedder | None = None,
         extract_in_background: bool = True,
+        warm_embedder: bool = False,
     ) -> None:
         """`extract_in_background=False` leaves new memories pending for a later backfill: a
-        one-shot command should not wait for a model to load before it exits."""
+        one-shot command should not wait for a model to load before it exits.
+        `warm_embedder=True` loads the embedding model in a thread while the store opens, for a
+        caller that is about to embed (Kùzu opens without holding the GIL)."""
         self.settings = settings
         self._embedder = embedder
+        if warm_embedder and embedder is None:
+            self._embedder = make_embedder(settings.embedding)
+            threading.Thread(target=_warm, args=(self._embedder,), daemon=True).start()
         self.store = KuzuStore.open(settings.home, lock_timeout=settings.lock_timeout)
         try:
             self.store.migrate()
@@ -283,12 +299,13 @@ class GraphMemory(KnowledgeOps, GraphOps):
         page = self.store.export_page(cursor, limit=limit)
         if with_vectors:
             space = self.embedder.space
-            _, rows, matrix = self.store.vectors(space)
+            row_ids, matrix = self.store.vectors(space)
+            ids = [m.id for m in page.memories]
             page.embedding_space = space.label
             page.vectors = {
-                m.id: base64.b64encode(matrix[rows[m.id]].astype("<f4").tobytes()).decode()
-                for m in page.memories
-                if m.id in rows
+                i: base64.b64encode(matrix[row].astype("<f4").tobytes()).decode()
+                for i, row in zip(ids, row_ids.rows(ids).tolist(), strict=True)
+                if 0 <= row < len(matrix)
             }
         return page
 

@@ -37,8 +37,8 @@ def target(tmp_path: Path) -> Iterator[GraphMemory]:
 
 
 def _vector(gm: GraphMemory, memory_id: str) -> NDArray[np.float32]:
-    _, rows, matrix = gm.store.vectors(gm.embedder.space)
-    return np.asarray(matrix[rows[memory_id]])
+    row_ids, matrix = gm.store.vectors(gm.embedder.space)
+    return np.asarray(matrix[row_ids.row(memory_id)])
 
 
 def _line(content: str, **extra: object) -> str:

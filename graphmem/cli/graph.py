@@ -132,7 +132,7 @@ def multihop(
     as_json: JsonOpt = False,
 ) -> None:
     """Multi-hop recall: walk entities and facts from the best hits; show each hit's path."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, embeds=True) as gm:
         result = gm.recall_multihop(
             query, max_hops=max_hops, seed_k=seed_k, limit=limit,
             filters=filter_options(type_, kind, context, None, tags),

@@ -344,7 +344,7 @@ def canonical_recall(
     as_json: JsonOpt = False,
 ) -> None:
     """Recall among canonical knowledge only."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, embeds=True) as gm:
         result = gm.recall_canonical_knowledge(query, limit=limit)
         emit_json(result) if as_json else show_recall(result)
 

@@ -111,7 +111,7 @@ def store(
     as_json: JsonOpt = False,
 ) -> None:
     """Store a memory."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, embeds=True) as gm:
         text = sys.stdin.read().rstrip("\n") if content == "-" else content
         if text is None:
             raise InvalidInput(
@@ -157,7 +157,7 @@ def recall(
     as_json: JsonOpt = False,
 ) -> None:
     """Recall memories by meaning and by exact words."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, embeds=True) as gm:
         filters = filter_options(type_, kind, context, service, tags)
         if as_of is not None:
             if explain or recipe:

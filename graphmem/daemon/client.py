@@ -330,10 +330,11 @@ def _plain(filters: Filters) -> Any:
     return filters
 
 
-def open_api(settings: Settings, *, start: bool = False) -> MemoryAPI:
+def open_api(settings: Settings, *, start: bool = False, embeds: bool = False) -> MemoryAPI:
     """The store for one caller: through its owner when one runs (or `start` asks for one), else
     opened in this process. A store held by an owner that is still starting is waited for, so a
-    CLI call racing an owner's start-up never fails on the lock."""
+    CLI call racing an owner's start-up never fails on the lock. `embeds`: the caller is about
+    to embed text, so a store opened here loads the model meanwhile."""
     from graphmem.service import GraphMemory
 
     deadline = time.monotonic() + settings.lock_timeout
@@ -343,7 +344,7 @@ def open_api(settings: Settings, *, start: bool = False) -> MemoryAPI:
         if remote is not None:
             return remote
         try:
-            return GraphMemory(quick, extract_in_background=False)
+            return GraphMemory(quick, extract_in_background=False, warm_embedder=embeds)
         except StoreLocked:
             if time.monotonic() >= deadline:
                 raise

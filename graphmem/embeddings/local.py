@@ -21,6 +21,7 @@ from graphmem.embeddings import parallel
 from graphmem.embeddings.base import EmbeddingSpace, check_texts
 from graphmem.embeddings.bert import Weights, forward
 from graphmem.embeddings.kernels import F32
+from graphmem.embeddings.weights_file import map_tensors
 from graphmem.errors import EmbeddingError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -55,12 +56,10 @@ def default_model_dir() -> Path:
 
 
 def _load(model_dir: Path) -> LoadedModel:
-    from safetensors.numpy import load_file
-
     try:
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         weights = Weights.from_bert(
-            load_file(str(model_dir / "model.safetensors")), layers=_LAYERS, heads=_HEADS
+            map_tensors(model_dir / "model.safetensors"), layers=_LAYERS, heads=_HEADS
         )
     except Exception as exc:  # missing, partial or corrupt files
         raise EmbeddingError(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from graphmem.models import Hit, RecallWarning
+from graphmem.models import Hit, Model, RecallWarning
 
 
-class EntityInfo(BaseModel):
+class EntityInfo(Model):
     id: str
     name: str
     label: str
@@ -16,17 +16,17 @@ class EntityInfo(BaseModel):
     aliases: list[str] = Field(default_factory=list, description="names merged into it")
 
 
-class EntityList(BaseModel):
+class EntityList(Model):
     entities: list[EntityInfo]
 
 
-class MergeEntitiesReport(BaseModel):
+class MergeEntitiesReport(Model):
     primary: str
     merged: list[str]
     edges_moved: int
 
 
-class IndexReport(BaseModel):
+class IndexReport(Model):
     """What a triple backfill did (or, with dry_run, would do)."""
 
     extractor: str
@@ -39,7 +39,7 @@ class IndexReport(BaseModel):
     errors: int = Field(default=0, description="texts the extractor could not answer for")
 
 
-class PathStep(BaseModel):
+class PathStep(Model):
     """One edge of the walk: from a node to the next, and what links them."""
 
     source: str = Field(description="node label, e.g. a memory title or an entity name")
@@ -59,7 +59,7 @@ class MultiHopHit(Hit):
     path_text: str = Field(default="", description="the path as one line: a -rel-> b -rel-> c")
 
 
-class MultiHopResult(BaseModel):
+class MultiHopResult(Model):
     query: str
     hits: list[MultiHopHit] = Field(default_factory=list)
     warnings: list[RecallWarning] = Field(default_factory=list)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-from graphmem.models import MAX_CONTENT_CHARS, Memory, MemoryPage
+from graphmem.models import MAX_CONTENT_CHARS, Memory, MemoryPage, Model
 
 DecisionStatus = Literal["proposed", "accepted", "rejected", "deprecated"]
 Severity = Literal["sev1", "sev2", "sev3", "sev4"]
@@ -21,7 +21,7 @@ BANK_VIEWS: tuple[str, ...] = BankViewName.__args__  # type: ignore[attr-defined
 _Text = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
 
 
-class _Record(BaseModel):
+class _Record(Model):
     """Fields every engineering record shares with a plain memory."""
 
     model_config = ConfigDict(extra="forbid")
@@ -90,28 +90,28 @@ class PostmortemRecord(_Record):
     incident_id: str | None = None
 
 
-class TimelineEntry(BaseModel):
+class TimelineEntry(Model):
     memory: Memory
     superseded_by: str | None = None
     superseded_at: datetime | None = None
     reason: str | None = None
 
 
-class Timeline(BaseModel):
+class Timeline(Model):
     """Versions of one piece of knowledge, oldest first."""
 
     anchor_id: str
     entries: list[TimelineEntry]
 
 
-class Citation(BaseModel):
+class Citation(Model):
     memory_id: str
     path: str
     section: str | None = None
     sha256: str | None = None
 
 
-class DriftItem(BaseModel):
+class DriftItem(Model):
     memory_id: str
     title: str | None
     path: str
@@ -120,12 +120,12 @@ class DriftItem(BaseModel):
     current_sha256: str | None = None
 
 
-class DriftReport(BaseModel):
+class DriftReport(Model):
     checked: int
     items: list[DriftItem]
 
 
-class ProjectContext(BaseModel):
+class ProjectContext(Model):
     """Canonical knowledge first, then what happened lately."""
 
     context: str | None
@@ -134,7 +134,7 @@ class ProjectContext(BaseModel):
     counts: dict[str, int]
 
 
-class BankView(BaseModel):
+class BankView(Model):
     view: BankViewName
     memories: list[Memory]
 

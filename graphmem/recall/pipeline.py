@@ -19,6 +19,7 @@ from graphmem.models import Hit, MemoryFilter, utcnow
 from graphmem.recall.config import RecallConfig
 from graphmem.recall.query import parse_query
 from graphmem.storage.columns import ScoringRow
+from graphmem.storage.row_ids import RowIds
 from graphmem.storage.store import KuzuStore
 from graphmem.text import content_terms, query_text, tokens
 
@@ -40,14 +41,14 @@ def _vector_candidates(
     allowed: set[str] | None,
     top: int,
     mask: npt.NDArray[np.bool_] | None = None,
-) -> tuple[list[tuple[str, float]], dict[str, int], npt.NDArray[np.float32]]:
-    ids, rows, matrix = store.vectors(space)
-    if not ids or top <= 0:
-        return [], rows, matrix
+) -> tuple[list[tuple[str, float]], RowIds | None, npt.NDArray[np.float32]]:
+    ids, matrix = store.vectors(space)
+    if not len(ids) or top <= 0:
+        return [], ids, matrix
     if allowed is not None:
         listed = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
         mask = listed if mask is None else mask[: len(listed)] & listed[: len(mask)]
-    return store.nearest(space, vector, top, mask), rows, matrix
+    return store.nearest(space, vector, top, mask), ids, matrix
 
 
 WIDEN = 4  # how many more candidates to fetch when a filter will drop some
@@ -81,7 +82,7 @@ def recall(
     restricted = not filters.is_empty() or store.has_archived()
     only = filters if restricted else None
 
-    positions: dict[str, int] = {}
+    positions: RowIds | None = None
     matrix: npt.NDArray[np.float32] | None = None
     vector_hits: list[tuple[str, float]] = []
     want = config.vector_candidates
@@ -121,12 +122,13 @@ def recall(
     if not candidates:
         return []
     rows = {k: rows[k] for k in candidates}
-    if matrix is not None and vector is not None:
-        missing = [  # found by keyword only; rows added since the snapshot are skipped
+    if matrix is not None and vector is not None and positions is not None:
+        keyword_only = [c for c in candidates.values() if c.cosine is None]
+        at = positions.rows([c.memory_id for c in keyword_only]).tolist()
+        missing = [  # rows added since the snapshot are skipped
             (cand, row)
-            for cand in candidates.values()
-            if cand.cosine is None
-            and (row := positions.get(cand.memory_id, len(matrix))) < len(matrix)
+            for cand, row in zip(keyword_only, at, strict=True)
+            if 0 <= row < len(matrix)
         ]
         if missing:
             sims = matrix[[row for _, row in missing]] @ vector

@@ -31,11 +31,12 @@ def dead_end_warnings(
         for memory in store.dead_ends_near([h.memory for h in hits[:5]], limit=MAX_WARNINGS):
             found.setdefault(memory.id, memory)
     if query_vector is not None and space is not None and len(found) < MAX_WARNINGS:
-        _, rows, matrix = store.vectors(space)
-        close = [
-            (float(matrix[rows[i]] @ query_vector), i)
-            for i in dead_ends
-            if i not in found and rows.get(i, len(matrix)) < len(matrix)
+        row_ids, matrix = store.vectors(space)
+        others = [i for i in dead_ends if i not in found]
+        close = [  # rows added since the matrix snapshot are skipped
+            (float(matrix[row] @ query_vector), i)
+            for i, row in zip(others, row_ids.rows(others).tolist(), strict=True)
+            if 0 <= row < len(matrix)
         ]
         close = sorted((c for c in close if c[0] >= CLOSE_MEANING), reverse=True)
         if close:

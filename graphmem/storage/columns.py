@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphmem.models import Memory, MemoryFilter
+from graphmem.storage.row_ids import RowIds
 
 MEMORY_FIELDS = (
     "id", "kind", "type", "title", "content", "tags", "context", "service", "importance",
@@ -98,10 +99,11 @@ class ScoringRow:
 class MemoryColumns:
     """A base arrow table as read, and an overlay of rows written since (None: deleted)."""
 
-    def __init__(self, table: pa.Table) -> None:
+    def __init__(self, table: pa.Table, ids: RowIds | None = None) -> None:
+        """`ids`: the table's id column as row ids, when saved with it."""
         # one chunk per column: `take` from many chunks costs ~40 ms at 1M rows, from one ~0.1
         self.table = table.select(list(FIELDS)).combine_chunks()
-        self._rows = {memory_id: i for i, memory_id in enumerate(self.table.column(0).to_pylist())}
+        self._ids = ids if ids is not None else RowIds(self.table.column(0).to_pylist())
         self._overlay: dict[str, dict[str, Any] | None] = {}
         self._stale: set[str] = set()
 
@@ -136,15 +138,11 @@ class MemoryColumns:
         self, ids: Iterable[str], fields: Sequence[str] = FIELDS
     ) -> dict[str, dict[str, Any]]:
         """The fields of each live memory asked for, by id (overlay rows bring them all)."""
-        out: dict[str, dict[str, Any]] = {}
-        from_table: list[int] = []
-        for memory_id in dict.fromkeys(ids):
-            if memory_id in self._overlay:
-                row = self._overlay[memory_id]
-                if row is not None:
-                    out[memory_id] = row
-            elif memory_id in self._rows:
-                from_table.append(self._rows[memory_id])
+        unique = list(dict.fromkeys(ids))
+        out = {i: row for i in unique if (row := self._overlay.get(i)) is not None}
+        from_table = [
+            int(r) for r in self._ids.rows([i for i in unique if i not in self._overlay]) if r >= 0
+        ]
         if from_table:
             taken = self.table.select(list(fields)).take(pa.array(from_table, pa.int64()))
             for row in taken.to_pylist():
@@ -161,7 +159,7 @@ class MemoryColumns:
         """(created_at, valid_from, valid_to) of each id, in order; NaT where unknown."""
         out = [np.full(len(ids), np.datetime64("NaT"), "datetime64[us]") for _ in range(3)]
         names = ("created_at", "valid_from", "valid_to")
-        at = np.fromiter((self._rows.get(i, -1) for i in ids), np.int64, len(ids))
+        at = self._ids.rows(ids)
         base = (at >= 0) & np.fromiter((i not in self._overlay for i in ids), bool, len(ids))
         for column, name in zip(out, names, strict=True):
             column[base] = self.table[name].to_numpy().astype("datetime64[us]")[at[base]]
@@ -174,7 +172,7 @@ class MemoryColumns:
 
     def ids(self) -> list[str]:
         """Every live memory id."""
-        base = [i for i in self._rows if i not in self._overlay]
+        base = [i for i in self._ids if i not in self._overlay]
         return base + [i for i, row in self._overlay.items() if row is not None]
 
     def _live_overlay(self) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import snowballstemmer
 
+from graphmem.storage.row_ids import RowIds
 from graphmem.storage.stopwords import KEYWORD_STOPWORDS as STOPWORDS
 from graphmem.text import MARK
 
@@ -82,8 +83,7 @@ class _Segment:
 
 class KeywordIndex:
     def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.rows: dict[str, int] = {}  # live id -> row
+        self.ids = RowIds()  # a replaced text keeps its dead row; the id's latest row is live
         self._vocab: dict[str, int] = {}  # stemmed term -> term id
         # a loaded index keeps its vocabulary sorted instead, until its first add (a dict of
         # 200k terms takes 60 ms to build, a noticeable part of a cold start)
@@ -95,13 +95,13 @@ class KeywordIndex:
         self._segments: list[_Segment] = []
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return int(np.count_nonzero(self._alive))
 
     def add(
         self, ids: Sequence[str], texts: Sequence[str | None] | pa.Array | pa.ChunkedArray
     ) -> None:
         """Index texts as one new segment; an id already indexed is replaced."""
-        self.remove([i for i in ids if i in self.rows])
+        self.remove(ids)
         if self._sorted_terms:
             self._vocab = dict(zip(self._sorted_terms, self._sorted_ids.tolist(), strict=True))
             self._sorted_terms = []
@@ -134,7 +134,6 @@ class KeywordIndex:
             _Segment.from_triples(keys // span, keys % span, tfs.astype(np.float32))
         )
         self.ids.extend(ids)
-        self.rows.update(zip(ids, range(first, span), strict=True))
         self._lengths = np.concatenate([self._lengths, lengths])
         self._alive = np.concatenate([self._alive, np.ones(len(per_doc), bool)])
         self._total_length += float(lengths.sum())
@@ -142,15 +141,15 @@ class KeywordIndex:
             self._merge()
 
     def remove(self, ids: Iterable[str]) -> None:
-        for memory_id in ids:
-            row = self.rows.pop(memory_id, None)
-            if row is not None:
-                self._alive[row] = False
-                self._total_length -= float(self._lengths[row])
+        rows = np.unique(self.ids.rows(list(ids)))
+        rows = rows[rows >= 0]
+        rows = rows[self._alive[rows]]
+        self._alive[rows] = False
+        self._total_length -= float(self._lengths[rows].sum())
 
     def search(self, analysed: str, *, top: int) -> list[tuple[str, float]]:
         """The `top` live memories by BM25 (Kùzu's k1 and b), best first."""
-        live_docs = len(self.rows)
+        live_docs = len(self)
         if not live_docs:
             return []
         scores = np.zeros(len(self.ids), np.float32)
@@ -175,7 +174,7 @@ class KeywordIndex:
         if len(hits) > top:
             hits = hits[np.argpartition(-scores[hits], top - 1)[:top]]
         hits = hits[np.argsort(-scores[hits], kind="stable")]
-        return [(self.ids[r], float(scores[r])) for r in hits]
+        return [(self.ids[r], float(scores[r])) for r in hits.tolist()]
 
     def _term_id(self, term: str) -> int | None:
         if not self._sorted_terms:
@@ -189,7 +188,7 @@ class KeywordIndex:
         quarter of the largest (so a stream of single inserts stays cheap at 100k rows)."""
         big = max(self._segments, key=len)
         small = [s for s in self._segments if s is not big]
-        light = sum(map(len, small)) * 4 < len(big) and len(self.rows) * 4 > len(self.ids) * 3
+        light = sum(map(len, small)) * 4 < len(big) and len(self) * 4 > len(self.ids) * 3
         if light and not full:
             self._segments = [big, _concat(small)]
             return
@@ -200,8 +199,8 @@ class KeywordIndex:
         renumber = np.full(len(self.ids), -1, np.int64)
         renumber[keep] = np.arange(len(keep))
         self._segments = [_Segment.from_triples(terms[live], renumber[rows[live]], tfs[live])]
-        self.ids = [self.ids[r] for r in keep]
-        self.rows = {memory_id: row for row, memory_id in enumerate(self.ids)}
+        every = list(self.ids)
+        self.ids = RowIds([every[r] for r in keep.tolist()])
         self._lengths = self._lengths[keep]
         self._alive = np.ones(len(keep), bool)
 
@@ -230,7 +229,7 @@ def save_index(index: KeywordIndex, folder: Path) -> None:
     }
     for name, array in arrays.items():
         np.save(folder / f"keywords.{name}.npy", array)
-    (folder / "keywords.ids").write_text("\n".join(index.ids), encoding="utf-8")
+    index.ids.save(folder, "keywords")
     if index._sorted_terms:
         terms, term_ids = index._sorted_terms, index._sorted_ids
     else:
@@ -249,12 +248,11 @@ def load_index(folder: Path) -> KeywordIndex:
 
     index._lengths = load("lengths")
     segment = _Segment(load("terms"), load("starts"), load("rows"), load("tfs"))
-    ids = _lines(folder / "keywords.ids")
+    ids = RowIds.load(folder, "keywords")
     vocab = _lines(folder / "keywords.vocab")
     if len(ids) != len(index._lengths) or len(segment.starts) != len(segment.terms) + 1:
         raise ValueError("keyword index files disagree")
     index.ids = ids
-    index.rows = {memory_id: row for row, memory_id in enumerate(ids)}
     index._sorted_terms = vocab
     index._sorted_ids = np.load(folder / "keywords.vocab.npy")
     if len(index._sorted_ids) != len(vocab):

@@ -193,12 +193,13 @@ class MemoryRepository(VectorTables):
         """Loaded once per process, stale rows read again; the caller holds `_search_lock`."""
         if self._columns is None:
             saved = self._saved_search()
-            table = saved.columns(FIELDS) if saved else None
-            if table is None:
+            loaded = saved.columns(FIELDS) if saved else None
+            if loaded is None:
                 table = self.read_arrow(f"MATCH (m:Memory) RETURN {COLUMNS}")
-                table = table.rename_columns(list(FIELDS))
+                self._columns = MemoryColumns(table.rename_columns(list(FIELDS)))
                 self._search_unsaved = True
-            self._columns = MemoryColumns(table)
+            else:
+                self._columns = MemoryColumns(*loaded)
         self._columns.refresh(self._read_rows)
         return self._columns
 
@@ -321,11 +322,11 @@ class MemoryRepository(VectorTables):
         filter applied inside the vector scan, so an early date needs no wider candidate list.
 
         The windows come from the in-process columns, once per write generation."""
-        ids, _, _ = self.vectors(space)
+        ids, _ = self.vectors(space)
         key = ("validity", space.name, self.write_generation, len(ids))
         if self._memo.get("validity", (None,))[0] != key:
             with self._search_lock:
-                windows = self._memory_columns().windows(ids)
+                windows = self._memory_columns().windows(list(ids))
             self._memo["validity"] = (key, windows)
         created, starts, ends = self._memo["validity"][1]
         moment = np.datetime64(when, "us")

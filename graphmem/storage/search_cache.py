@@ -22,13 +22,14 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from graphmem.storage.keywords import KeywordIndex, load_index, save_index
+from graphmem.storage.row_ids import RowIds
 
 CACHE_DIR = "search-cache"
 MANIFEST = "manifest.json"
-FORMAT = 2
+FORMAT = 3
 # (ids, matrix, (basis, projected rows) or None) of one vector table
 SavedMatrix = tuple[
-    list[str],
+    RowIds,
     npt.NDArray[np.float32],
     tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]] | None,
 ]
@@ -52,13 +53,12 @@ class SearchCache:
             and (self._manifest.get("stamp") == stamp)
         )
 
-    def matrix(self, table: str, dim: int) -> tuple[list[str], npt.NDArray[np.float32]] | None:
+    def matrix(self, table: str, dim: int) -> tuple[RowIds, npt.NDArray[np.float32]] | None:
         try:
             matrix = np.load(self.folder / f"{table}.npy", mmap_mode="r")
-            text = (self.folder / f"{table}.ids").read_text(encoding="utf-8")
+            ids = RowIds.load(self.folder, table)
         except (OSError, ValueError):
             return None
-        ids = text.split("\n") if text else []
         if matrix.shape != (len(ids), dim) or matrix.dtype != np.float32:
             return None
         return ids, matrix.view(np.ndarray)  # same pages, without memmap's slow indexing
@@ -76,13 +76,17 @@ class SearchCache:
             return None
         return basis, projected.view(np.ndarray)
 
-    def columns(self, names: Sequence[str]) -> pa.Table | None:
+    def columns(self, names: Sequence[str]) -> tuple[pa.Table, RowIds] | None:
+        """The memory fields table and its row ids."""
         try:
             with pa.memory_map(str(self.folder / "columns.arrow")) as source:
                 table = pa.ipc.open_file(source).read_all()
-        except (OSError, pa.ArrowInvalid):
+            ids = RowIds.load(self.folder, "columns")
+        except (OSError, ValueError, pa.ArrowInvalid):
             return None
-        return table if table.column_names == list(names) else None
+        if table.column_names != list(names) or len(ids) != table.num_rows:
+            return None
+        return table, ids
 
     def keywords(self) -> KeywordIndex | None:
         try:
@@ -103,7 +107,7 @@ class SearchCache:
         staging.mkdir(parents=True)
         for table, (ids, matrix, projection) in matrices.items():
             np.save(staging / f"{table}.npy", np.ascontiguousarray(matrix, np.float32))
-            (staging / f"{table}.ids").write_text("\n".join(ids), encoding="utf-8")
+            ids.save(staging, table)
             if projection is not None and len(projection[1]) == len(ids):
                 np.save(staging / f"{table}.basis.npy", projection[0])
                 np.save(staging / f"{table}.projected.npy", projection[1])
@@ -113,6 +117,7 @@ class SearchCache:
             path = str(staging / "columns.arrow")
             with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, columns.schema) as writer:
                 writer.write_table(columns)
+            RowIds(columns.column(0).to_pylist()).save(staging, "columns")
         manifest = {"format": FORMAT, "stamp": stamp, "vectors": sorted(matrices)}
         (staging / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
         shutil.rmtree(self.folder, ignore_errors=True)

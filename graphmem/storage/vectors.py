@@ -8,7 +8,7 @@ step with this process's own writes (the Kùzu file lock means no other process 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ import pyarrow as pa
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput
 from graphmem.storage.connection import KuzuConnection
+from graphmem.storage.row_ids import RowIds
 from graphmem.storage.search_cache import SavedMatrix, SearchCache
 
 VEC_PREFIX = "Vec_"
@@ -35,9 +36,8 @@ COPY_MIN_ROWS = 256
 
 @dataclass
 class _Matrix:
-    ids: list[str] = field(default_factory=list)
+    ids: RowIds = field(default_factory=RowIds)
     chunks: list[npt.NDArray[np.float32]] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)
     basis: npt.NDArray[np.float32] | None = None  # dim x PROJECTED_DIMS
     projected: npt.NDArray[np.float32] | None = None  # the first rows, projected on `basis`
 
@@ -71,9 +71,7 @@ class _Matrix:
             self.chunks = [merged]
         return self.chunks[0]
 
-    def append(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
-        for offset, memory_id in enumerate(ids, start=len(self.ids)):
-            self.rows[memory_id] = offset
+    def append(self, ids: Iterable[str], vectors: npt.NDArray[np.float32]) -> None:
         self.ids.extend(ids)
         self.chunks.append(vectors)
 
@@ -160,18 +158,17 @@ class VectorTables(KuzuConnection):
             return 0
         return int(self.execute(f"MATCH (v:{table_for(space)}) RETURN count(*)")[0][0])
 
-    def vector_ids(self, space: EmbeddingSpace) -> dict[str, int]:
+    def vector_ids(self, space: EmbeddingSpace) -> RowIds:
         """Ids with a vector in the space (a live view of the cached index: do not change it)."""
         with self._lock:
-            return self._load(space).rows
+            return self._load(space).ids
 
-    def vectors(
-        self, space: EmbeddingSpace
-    ) -> tuple[list[str], dict[str, int], npt.NDArray[np.float32]]:
-        """(ids, id -> row, matrix) of every vector in the space, read once per process."""
+    def vectors(self, space: EmbeddingSpace) -> tuple[RowIds, npt.NDArray[np.float32]]:
+        """(row ids, matrix) of every vector in the space, read once per process. An id written
+        twice has two rows; `RowIds.rows` gives the latest."""
         with self._lock:
             cached = self._load(space)
-            return cached.ids, cached.rows, cached.matrix(space.dim)
+            return cached.ids, cached.matrix(space.dim)
 
     def nearest(
         self,
@@ -219,7 +216,7 @@ class VectorTables(KuzuConnection):
         saved = self._saved_search()
         hit = saved.matrix(table, space.dim) if saved and table in self.table_names() else None
         if hit is not None and saved is not None:
-            cached.append(*hit)
+            cached.ids, cached.chunks = hit[0], [hit[1]]
             projection = saved.projection(table, len(hit[0]))
             if projection is not None:
                 cached.basis, cached.projected = projection
@@ -228,8 +225,8 @@ class VectorTables(KuzuConnection):
             result = self.query_result(f"MATCH (v:{table}) RETURN v.id, v.vec")
             arrow = result.get_as_arrow(chunk_size=100_000)
             if arrow.num_rows:
-                ids = arrow.column(0).to_pylist()
+                cached.ids = RowIds(arrow.column(0).to_pylist())
                 flat = arrow.column(1).combine_chunks().flatten().to_numpy(zero_copy_only=False)
-                cached.append(ids, np.asarray(flat, dtype=np.float32).reshape(-1, space.dim))
+                cached.chunks = [np.asarray(flat, dtype=np.float32).reshape(-1, space.dim)]
         self._cache()[table] = cached
         return cached

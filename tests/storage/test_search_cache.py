@@ -47,7 +47,7 @@ def test_a_reopened_store_answers_from_the_saved_structures_with_the_same_rankin
     again = reopen()
 
     assert {q: _ranked(again, q) for q in before} == before
-    _, _, matrix = again.store.vectors(again.embedder.space)
+    _, matrix = again.store.vectors(again.embedder.space)
     assert isinstance(matrix.base, np.memmap)  # read from the saved file, not from Kùzu
     assert not again.store._search_unsaved
 

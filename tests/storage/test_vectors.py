@@ -62,6 +62,6 @@ def test_rows_added_after_the_projection_was_fitted_are_found(
     matrix = _fill(gm, 1000)
     gm.store.nearest(gm.embedder.space, matrix[0], 5)  # fits the basis
     later = gm.remember("a note stored later")
-    _, rows, full = gm.store.vectors(gm.embedder.space)
-    got = gm.store.nearest(gm.embedder.space, full[rows[later.id]], 1)
+    row_ids, full = gm.store.vectors(gm.embedder.space)
+    got = gm.store.nearest(gm.embedder.space, full[row_ids.row(later.id)], 1)
     assert got[0][0] == later.id

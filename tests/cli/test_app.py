@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import typer.main
+
+from graphmem.cli import app as cli
+
+
+def _commands(app: typer.Typer) -> dict[str, str | None]:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    return {
+        name: getattr(command.callback, "__module__", None)
+        for name, command in group.commands.items()
+    }
+
+
+def test_the_command_map_names_every_command_and_its_module() -> None:
+    found = _commands(cli.build())
+    top = {name: module for name, module in found.items() if module is not None}
+    assert {name: f"graphmem.cli.{module}" for name, module in cli.COMMANDS.items()} == top
+    assert set(found) - set(top) == {"db", "daemon", "canonical"}
+
+
+def test_a_named_command_builds_only_its_module_and_stays_a_group() -> None:
+    commands = _commands(cli.build("recall"))
+    assert "recall" in commands and "store" in commands
+    assert "timeline" not in commands and "db" not in commands
+    assert set(_commands(cli.build("db"))) == {"db"}
+
+
+def test_a_command_line_runs_its_command_without_importing_the_others() -> None:
+    code = (
+        "import sys; from graphmem.cli import app; sys.argv = ['graphmem', 'db', '--help']\n"
+        "try:\n    app.main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('graphmem.cli.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "migrate" in done.stdout
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert "graphmem.cli.admin" in loaded
+    assert "graphmem.cli.knowledge" not in loaded and "graphmem.cli.graph" not in loaded
