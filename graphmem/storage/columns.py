@@ -11,6 +11,7 @@ again when next asked for.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,6 +34,8 @@ MEMORY_FIELDS = (
 FIELDS = (*MEMORY_FIELDS, "search_text")
 Datetimes = npt.NDArray[np.datetime64]
 COLUMNS = ", ".join(f"m.{f}" for f in FIELDS)  # a RETURN clause over `m`
+# a memory that opens with "Name: " is a turn of a conversation, spoken by Name
+SPEAKER = re.compile(r"^(?P<name>[A-Z][a-z]+): ")
 _SCORING = (
     "id", "title", "created_at", "importance", "lifecycle", "session_id", "type", "kind",
     "context", "service", "tags", "valid_from", "valid_to", "search_text",
@@ -106,6 +109,7 @@ class MemoryColumns:
         self._ids = ids if ids is not None else RowIds(self.table.column(0).to_pylist())
         self._overlay: dict[str, dict[str, Any] | None] = {}
         self._stale: set[str] = set()
+        self._base_speakers: frozenset[str] | None = None
 
     def __len__(self) -> int:
         return len(self.ids())
@@ -205,6 +209,17 @@ class MemoryColumns:
         for session, memory_id in sorted(pairs, key=lambda p: p[1]):
             order.setdefault(session, []).append(memory_id)
         return order
+
+    def speakers(self) -> frozenset[str]:
+        """Lowercased names that open memories the way conversation turns are stored
+        ("Caroline: ..."). The base table's are found once; a memory deleted since may still
+        count, which only makes its name a little more likely to be treated as a person."""
+        if self._base_speakers is None:
+            found = pc.extract_regex(self.table["content"], SPEAKER.pattern)
+            names = pc.unique(pc.struct_field(found, 0)).to_pylist()
+            self._base_speakers = frozenset(n.lower() for n in names if n)
+        extra = {m[1].lower() for r in self._live_overlay() if (m := SPEAKER.match(r["content"]))}
+        return self._base_speakers | extra
 
     def any_archived(self) -> bool:
         if any(r["lifecycle"] == "archived" for r in self._live_overlay()):

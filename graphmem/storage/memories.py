@@ -356,6 +356,16 @@ class MemoryRepository(VectorTables):
                 self._memo["has_archived"] = (key, self._memory_columns().any_archived())
         return bool(self._memo["has_archived"][1])
 
+    def speakers(self) -> frozenset[str]:
+        """Lowercased names of the people who speak in stored conversations; cached until the
+        next write."""
+        key = ("speakers", self.write_generation)
+        if self._memo.get("speakers", (None,))[0] != key:
+            with self._search_lock:
+                self._memo["speakers"] = (key, self._memory_columns().speakers())
+        found: frozenset[str] = self._memo["speakers"][1]
+        return found
+
     def keyword_search(self, text: str, *, top: int) -> list[tuple[str, float]]:
         """BM25 over `search_text`; `text` must already be analysed (graphmem.text.query_text)."""
         if not text.strip():

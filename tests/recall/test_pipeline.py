@@ -355,3 +355,38 @@ def test_vector_recipe_alone_answers_a_question_with_the_runbook(semantic: Graph
     result = semantic.recall("how do we release to production?", recipe="vector", explain=True)
     assert "ArgoCD" in result[0].memory.content
     assert result[0].explain and result[0].explain["found_by"] == ["vector"]
+
+
+def test_the_turns_of_the_person_a_query_names_come_first(gm: GraphMemory) -> None:
+    hers = gm.remember("Caroline: I researched adoption agencies all week.")
+    gm.remember("Melanie: Caroline told me she researched adoption agencies.")
+    gm.remember("Melanie: I researched pottery classes near me.")
+
+    result = gm.recall("What did Caroline research?", limit=3, explain=True)
+
+    assert result.hits[0].memory.id == hers.id
+    assert result.hits[0].explain is not None
+    assert result.hits[0].explain["features"]["speaker"] == 1.0
+    assert all(h.explain and h.explain["features"]["speaker"] == 0.0 for h in result.hits[1:])
+
+
+def test_a_turn_in_the_session_of_the_best_match_outranks_its_twin_elsewhere(
+    gm: GraphMemory,
+) -> None:
+    def turns(session: str, *texts: str) -> list[Memory]:
+        return gm.remember_many([{"content": t, "session_id": session} for t in texts])
+
+    _, _, near = turns(
+        "camping", "we went camping at the lake with the kids", "ok", "they loved it"
+    )
+    _, far, _ = turns("work", "the quarterly report is due", "they loved it", "fine")
+    without = RECIPES["hybrid"].model_copy(update={"w_session": 0.0})
+
+    def order(recipe: RecallConfig | None = None) -> list[str]:
+        hits = gm.recall("camping with the kids, they loved it", limit=6, recipe=recipe).hits
+        return [h.memory.id for h in hits if h.memory.id in (near.id, far.id)]
+
+    assert order() == [near.id, far.id]
+    plain = gm.recall("camping with the kids, they loved it", limit=6, recipe=without, explain=True)
+    twins = {h.memory.id: h.score for h in plain.hits if h.memory.id in (near.id, far.id)}
+    assert abs(twins[near.id] - twins[far.id]) < 0.05  # only the session set them apart

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from graphmem.recall.query import DateSpan, parse_dates, parse_names, parse_query
+from graphmem.recall.query import DateSpan, embedding_text, parse_dates, parse_names, parse_query
 
 
 @pytest.mark.parametrize(
@@ -59,3 +59,31 @@ def test_parse_query_returns_names_and_dates_together() -> None:
     parsed = parse_query("What did Nate do for Joanna on 25 May, 2022?")
     assert parsed.names == ["nate", "joanna"]
     assert parsed.dates == [DateSpan(datetime(2022, 5, 25), datetime(2022, 5, 26))]
+
+
+def _people() -> frozenset[str]:
+    return frozenset({"caroline", "melanie"})
+
+
+@pytest.mark.parametrize(
+    ("query", "embedded"),
+    [
+        ("What did Caroline research?", "What did someone research?"),
+        ("What is Caroline's identity?", "What is someone identity?"),
+        ("Did Melanie paint with Caroline?", "Did someone paint with someone?"),
+        ("Why did Postgres lock up for Caroline?", "Why did Postgres lock up for someone?"),
+        ("Why did Postgres lock up?", "Why did Postgres lock up?"),
+        ("Caroline?", "Caroline?"),  # nothing would be left to embed
+    ],
+)
+def test_embedding_text_turns_speakers_into_someone_and_keeps_other_names(
+    query: str, embedded: str
+) -> None:
+    assert embedding_text(query, _people) == embedded
+
+
+def test_embedding_text_asks_for_speakers_only_when_the_query_names_someone() -> None:
+    def fail() -> frozenset[str]:
+        raise AssertionError("speakers looked up for a query without names")
+
+    assert embedding_text("why did the deploy fail", fail) == "why did the deploy fail"

@@ -58,3 +58,14 @@ def test_filters_and_sessions_read_from_the_columns_agree_with_the_store(gm: Gra
     }
     assert gm.store.matching_ids(MemoryFilter(kind="note")) == {first.id, other.id}
     assert not gm.store.has_archived()
+
+
+def test_speakers_are_the_names_that_open_conversation_turns(gm: GraphMemory) -> None:
+    gm.remember("Caroline: I went to a support group yesterday.")
+    gm.remember("note: lowercase labels are not people")
+    gm.remember("Deploy failed: two words are not a speaker")
+    gm.recall("support group")  # the columns are loaded: later writes go to their overlay
+    gm.remember("Melanie: pottery is my therapy.")
+    gm.remember("A note that mentions Jon: not at its start")
+
+    assert gm.store.speakers() == {"caroline", "melanie"}
