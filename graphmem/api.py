@@ -128,7 +128,7 @@ class GraphAPI(Protocol):
         limit: int = 10,
         filters: Filters = None,
         damping: float = 0.85,
-        graph_weight: float = 0.3,
+        graph_weight: float = 0.1,
     ) -> MultiHopResult: ...
 
     def wait_for_extraction(self, timeout: float | None = None) -> bool: ...

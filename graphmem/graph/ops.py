@@ -168,7 +168,7 @@ class GraphOps:
         limit: int = 10,
         filters: Filters = None,
         damping: float = 0.85,
-        graph_weight: float = 0.3,
+        graph_weight: float = 0.1,
     ) -> MultiHopResult:
         """Seeds from hybrid recall, a walk over their entities, facts, supersession and session
         neighbours, personalised PageRank over what it reached, fused with the recall scores;
