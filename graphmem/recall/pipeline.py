@@ -41,7 +41,7 @@ def _vector_candidates(
     allowed: set[str] | None,
     top: int,
     mask: npt.NDArray[np.bool_] | None = None,
-) -> tuple[list[tuple[str, float]], RowIds | None, npt.NDArray[np.float32]]:
+) -> tuple[list[tuple[str, float]], RowIds, npt.NDArray[np.float32]]:
     ids, matrix = store.vectors(space)
     if not len(ids) or top <= 0:
         return [], ids, matrix

@@ -63,3 +63,11 @@ def test_files_that_disagree_are_refused(tmp_path: Path) -> None:
         RowIds.load(tmp_path, "t")
     with pytest.raises(OSError):
         RowIds.load(tmp_path, "missing")
+
+
+def test_ascii_ids_are_saved_as_bytes_and_read_back_as_text(tmp_path: Path) -> None:
+    RowIds(["01ABC", "01ABD"]).save(tmp_path, "a")
+    assert np.load(tmp_path / "a.ids.npy").dtype.kind == "S"
+    loaded = RowIds.load(tmp_path, "a")
+    assert list(loaded) == ["01ABC", "01ABD"] and loaded[1] == "01ABD"
+    assert loaded.rows(["01ABD", "é"]).tolist() == [1, -1]
