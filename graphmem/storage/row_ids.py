@@ -2,8 +2,8 @@
 
 The vector matrix, the keyword index and the memory columns each number their rows. A dict from
 id to row took 40 ms to build over 180k ids, and a cold `graphmem recall` built three. Here the
-ids are a numpy array in row order plus a sorted copy; the search cache saves both and a new
-process maps them, and a batch of lookups is one `searchsorted`. Ids appended later (writes
+ids are a numpy array in row order plus the permutation that sorts them; the search cache saves
+both and a new process maps them, and a batch of lookups is one `searchsorted`. Ids appended later (writes
 after the load) sit in a small dict, and a later row of the same id wins over an earlier one.
 """
 
@@ -20,7 +20,7 @@ I64 = npt.NDArray[np.int64]
 
 class RowIds:
     """Ids in row order. Built from a list, lookups use a dict made on the first one; loaded
-    from the search cache, they search the mapped sorted copy."""
+    from the search cache, they search the mapped ids through the saved sort order."""
 
     def __init__(self, ids: Iterable[str] = ()) -> None:
         self._base: list[str] | npt.NDArray[np.bytes_ | np.str_] = list(ids)
