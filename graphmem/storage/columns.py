@@ -110,20 +110,20 @@ class MemoryColumns:
         self._overlay: dict[str, dict[str, Any] | None] = {}
         self._stale: set[str] = set()
         self._base_speakers: frozenset[str] | None = None
-
-    def __len__(self) -> int:
-        return len(self.ids())
+        self._base_rows: pa.Table | None = None  # `_base()`, until the overlay changes
 
     def put(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Whole rows, every field of FIELDS (as `memory_to_row` gives them)."""
         for row in rows:
             self._overlay[row["id"]] = {f: row.get(f) for f in FIELDS}
             self._stale.discard(row["id"])
+        self._base_rows = None
 
     def drop(self, ids: Iterable[str]) -> None:
         for memory_id in ids:
             self._overlay[memory_id] = None
             self._stale.discard(memory_id)
+        self._base_rows = None
 
     def mark_stale(self, ids: Iterable[str]) -> None:
         self._stale.update(ids)
@@ -137,6 +137,7 @@ class MemoryColumns:
         for memory_id in stale:
             self._overlay[memory_id] = found.get(memory_id)
         self._stale.clear()
+        self._base_rows = None
 
     def values(
         self, ids: Iterable[str], fields: Sequence[str] = FIELDS
@@ -173,11 +174,6 @@ class MemoryColumns:
                 for column, name in zip(out, names, strict=True):
                     column[position] = row[name] or np.datetime64("NaT")
         return out[0], out[1], out[2]
-
-    def ids(self) -> list[str]:
-        """Every live memory id."""
-        base = [i for i in self._ids if i not in self._overlay]
-        return base + [i for i, row in self._overlay.items() if row is not None]
 
     def _live_overlay(self) -> list[dict[str, Any]]:
         return [row for row in self._overlay.values() if row is not None]
@@ -235,8 +231,12 @@ class MemoryColumns:
         return pa.concat_tables([self._base(), added]).combine_chunks()
 
     def _base(self) -> pa.Table:
-        """The base table without the rows the overlay replaces."""
+        """The base table without the rows the overlay replaces; kept until the overlay
+        changes, since recall asks for it on every query once anything was written."""
         if not self._overlay:
             return self.table
-        replaced = pa.array(list(self._overlay), pa.string())
-        return self.table.filter(pc.invert(pc.is_in(self.table["id"], value_set=replaced)))
+        if self._base_rows is None:
+            replaced = pa.array(list(self._overlay), pa.string())
+            keep = pc.invert(pc.is_in(self.table["id"], value_set=replaced))
+            self._base_rows = self.table.filter(keep)
+        return self._base_rows

@@ -65,6 +65,7 @@ class KuzuConnection:
         self._read_guard = threading.Lock()
         self.write_generation = 0  # bumped by every write, so read caches know they are stale
         self._content_changed = False
+        self._stamp: str | None = None  # the committed content stamp, once read
         self._checkpoint_at_commit = False
         self._after_commit: list[Callable[[], None]] = []
         self._memo: dict[str, Any] = {}
@@ -309,12 +310,16 @@ class KuzuConnection:
 
     def _stamp_content(self) -> None:
         self._content_changed = False
+        self._stamp = None  # read again: a new stamp counts once its transaction commits
         self.meta_set(CONTENT_STAMP, uuid.uuid4().hex)
 
     def content_stamp(self) -> str:
-        """Read on a pooled connection: callers may hold locks a writer is waiting on."""
-        rows = self.read("MATCH (m:_Meta {key: $k}) RETURN m.value", {"k": CONTENT_STAMP})
-        return rows[0][0] if rows else ""
+        """Read once until the next write (this process is the only writer), on a pooled
+        connection: callers may hold locks a writer is waiting on."""
+        if self._stamp is None:
+            rows = self.read("MATCH (m:_Meta {key: $k}) RETURN m.value", {"k": CONTENT_STAMP})
+            self._stamp = rows[0][0] if rows else ""
+        return self._stamp
 
     @contextmanager
     def writer_paused(self) -> Iterator[None]:

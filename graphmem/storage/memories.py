@@ -169,14 +169,17 @@ class MemoryRepository(VectorTables):
         with self._search_lock:
             if self._columns is not None:  # loaded by recall: the memories are in process
                 return self._memory_columns().memories(ids)
+        return {row[0]: row_to_memory(row) for row in self._by_id(ids, RETURN_MEMORY)}
+
+    def _by_id(self, ids: Sequence[str], returns: str) -> list[list[Any]]:
+        """`returns` of the memories with these ids: a primary-key lookup each up to
+        POINT_LOOKUPS ids, one `UNWIND` (a scan of the whole table) beyond."""
         if len(ids) <= POINT_LOOKUPS:
-            query = f"MATCH (m:Memory {{id: $id}}) RETURN {RETURN_MEMORY}"
-            found = [row for i in ids for row in self.read(query, {"id": i})]
-        else:
-            found = self.read(
-                f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}", {"ids": ids}
-            )
-        return {row[0]: row_to_memory(row) for row in found}
+            query = f"MATCH (m:Memory {{id: $id}}) RETURN {returns}"
+            return [row for i in ids for row in self.read(query, {"id": i})]
+        return self.read(
+            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {returns}", {"ids": list(ids)}
+        )
 
     def get_scoring_rows(
         self, ids: Sequence[str], filters: MemoryFilter | None = None
@@ -204,10 +207,7 @@ class MemoryRepository(VectorTables):
         return self._columns
 
     def _read_rows(self, ids: Sequence[str]) -> list[dict[str, Any]]:
-        query = f"MATCH (m:Memory {{id: $id}}) RETURN {COLUMNS}"
-        return [
-            dict(zip(FIELDS, row, strict=True)) for i in ids for row in self.read(query, {"id": i})
-        ]
+        return [dict(zip(FIELDS, row, strict=True)) for row in self._by_id(ids, COLUMNS)]
 
     def _rows_written(self, rows: Sequence[dict[str, Any]], texts: Any) -> None:
         """Whole memories just written (as `memory_to_row` gives them), or deleted (`texts` is
