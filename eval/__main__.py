@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from graphmem.embeddings.config import EmbeddingConfig
+from eval import embedding
 from graphmem.embeddings.factory import make_embedder
 
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         "walk); 'all' = hybrid,graph,bm25,vector",
     )
     loc.add_argument("--out", type=Path)
-    loc.add_argument("--embedding", default="local", help="embedding provider (local | hash)")
+    loc.add_argument("--embedding", default="local", help=embedding.HELP)
     loc.add_argument("--conversations", type=int, help="only the first N conversations")
     loc.add_argument("--questions", type=int, help="only the first N questions of each")
     loc.add_argument("--no-captions", action="store_true", help="leave image captions out")
@@ -42,20 +42,20 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument(
         "--pool", type=int, default=5_000, help="memories embedded here; the rest bring vectors"
     )
-    bench.add_argument("--embedding", default="local")
+    bench.add_argument("--embedding", default="local", help=embedding.HELP)
     bench.add_argument("--out", type=Path)
     kbench = sub.add_parser("bench-knowledge", help="timeline and as-of latency with chains")
     kbench.add_argument("--memories", type=int, default=10_000)
     kbench.add_argument("--chains", type=int, default=2_000)
     kbench.add_argument("--queries", type=int, default=200)
-    kbench.add_argument("--embedding", default="local")
+    kbench.add_argument("--embedding", default="local", help=embedding.HELP)
     kbench.add_argument("--out", type=Path)
     stress = sub.add_parser("stress", help="concurrent MCP clients and CLI processes on one store")
     stress.add_argument("--mcp-clients", type=int, default=8)
     stress.add_argument("--cli-workers", type=int, default=2)
     stress.add_argument("--ops", type=int, default=500, help="operations per client")
     stress.add_argument("--cli-ops", type=int, help="operations per CLI worker (default: --ops)")
-    stress.add_argument("--embedding", default="local")
+    stress.add_argument("--embedding", default="local", help=embedding.HELP)
     stress.add_argument("--out", type=Path)
     extract = sub.add_parser("extract", help="entity and fact extraction rate (memories/s)")
     extract.add_argument("--memories", type=int, default=2_000)
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     lme.add_argument("--system", default="hybrid", help=systems_help)
     lme.add_argument("--questions", type=int, help="only the first N questions of the file")
     lme.add_argument("--per-type", type=int, help="at most N scorable questions of each type")
-    lme.add_argument("--embedding", default="local")
+    lme.add_argument("--embedding", default="local", help=embedding.HELP)
     lme.add_argument("--out", type=Path)
     ir = sub.add_parser("beir", help="a BEIR-layout collection (Cranfield): nDCG@10, recall@100")
     ir.add_argument("--data", type=Path, default=Path("../shared/bench/ir/cranfield"))
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ir.add_argument("--seed", type=int, default=0)
     ir.add_argument("--split", default="test", help="qrels/<split>.tsv")
-    ir.add_argument("--embedding", default="local")
+    ir.add_argument("--embedding", default="local", help=embedding.HELP)
     ir.add_argument("--out", type=Path)
     every = sub.add_parser("all", help="LoCoMo, LongMemEval and Cranfield: a table of headlines")
     every.add_argument("--bench", type=Path, default=Path("../shared/bench"))
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="CI's slice (eval/suite.py QUICK), without LoCoMo's graph system",
     )
-    every.add_argument("--embedding", default="local")
+    every.add_argument("--embedding", default="local", help=embedding.HELP)
     every.add_argument(
         "--out", type=Path, help="default eval/results/all.json (all_quick.json with --quick)"
     )
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         return 0
 
-    embedder = make_embedder(EmbeddingConfig(provider=args.embedding))
+    embedder = make_embedder(embedding.config(args.embedding))
     if args.command == "bench-knowledge":
         from eval.bench_knowledge import run_knowledge_bench
 

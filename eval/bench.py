@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eval.embedding import environ
 from eval.metrics import percentile
 from graphmem import open_store
 from graphmem.embeddings.base import Embedder
@@ -115,7 +116,7 @@ def _dir_bytes(path: Path) -> int:
 
 def _cold_recall_s(home: Path, query: str, embedding: str) -> float:
     """Wall time of `graphmem recall` in a new process on the closed store, to its result."""
-    env = {**os.environ, "GRAPHMEM_HOME": str(home), "GRAPHMEM_EMBEDDING_PROVIDER": embedding}
+    env = {**os.environ, "GRAPHMEM_HOME": str(home), **environ(embedding)}
     command = [sys.executable, "-m", "graphmem", "recall", query, "--limit", "5", "--json"]
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)

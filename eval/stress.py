@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from eval.embedding import environ
 from eval.metrics import percentile
 from graphmem.daemon.client import stop_owner
 from graphmem.service import GraphMemory
@@ -123,7 +124,7 @@ def run_stress(
     tally = Tally()
     with tempfile.TemporaryDirectory(prefix="graphmem-stress-") as tmp:
         home = Path(tmp) / "store"
-        env = {**os.environ, "GRAPHMEM_HOME": str(home), "GRAPHMEM_EMBEDDING_PROVIDER": embedding,
+        env = {**os.environ, "GRAPHMEM_HOME": str(home), **environ(embedding),
                "GRAPHMEM_DAEMON_IDLE_TIMEOUT": "30"}  # fmt: skip
         started = time.perf_counter()
         threads = [
@@ -146,7 +147,7 @@ def run_stress(
             thread.join()
         wall = time.perf_counter() - started
         stop_owner(home)
-        settings = load_settings(home, environ={"GRAPHMEM_EMBEDDING_PROVIDER": embedding})
+        settings = load_settings(home, environ=environ(embedding))
         lost = []
         with GraphMemory(settings) as gm:
             present = gm.store.get_memories(list(tally.acked))

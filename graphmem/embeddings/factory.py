@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import httpx
 
 _LOCAL_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+_INT8_ALIASES = {alias + "-int8" for alias in _LOCAL_ALIASES}
 
 
 def make_embedder(
@@ -31,17 +32,18 @@ def make_embedder(
             mode=config.mode,
         )
     if provider == "local":
-        from graphmem.embeddings.local import DIM, LocalEmbedder
+        from graphmem.embeddings.local import DIM, INT8_MODEL_NAME, LocalEmbedder
 
-        if config.resolved_model().lower() not in _LOCAL_ALIASES:
+        model = config.resolved_model().lower()
+        if model not in _LOCAL_ALIASES | _INT8_ALIASES:
             raise InvalidInput(
-                f"the local provider only ships {DEFAULT_MODELS['local']}; "
+                f"the local provider ships {DEFAULT_MODELS['local']} and {INT8_MODEL_NAME}; "
                 "use ollama or an OpenAI-compatible server for other models",
                 model=config.model,
             )
         if config.dim not in (None, DIM):
             raise InvalidInput(f"{DEFAULT_MODELS['local']} has {DIM} dimensions", dim=config.dim)
-        return LocalEmbedder(batch_size=config.batch_size)
+        return LocalEmbedder(batch_size=config.batch_size, int8=model in _INT8_ALIASES)
     if provider == "hash":
         from graphmem.embeddings.hashing import HashEmbedder
 

