@@ -53,6 +53,7 @@ from graphmem.recall.warnings import dead_end_warnings
 from graphmem.settings import Settings, load_settings
 from graphmem.storage.backup import take_backup
 from graphmem.storage.store import KuzuStore
+from graphmem.storage.vectors import saved_space_names
 
 Progress = Callable[[int, int], None]
 
@@ -86,12 +87,20 @@ class GraphMemory(KnowledgeOps, GraphOps):
         caller that is about to embed (Kùzu opens without holding the GIL)."""
         self.settings = settings
         self._embedder = embedder
+        self._embedding = settings.embedding
         if warm_embedder and embedder is None:
-            self._embedder = make_embedder(settings.embedding)
+            # Which model the store wants is known once it is open; until then, guess from
+            # the search structures it saved last.
+            self._embedding = settings.embedding.for_store(saved_space_names(settings.home))
+            self._embedder = make_embedder(self._embedding)
             threading.Thread(target=_warm, args=(self._embedder,), daemon=True).start()
         self.store = KuzuStore.open(settings.home, lock_timeout=settings.lock_timeout)
         try:
             self.store.migrate()
+            if embedder is None:
+                settled = settings.embedding.for_store(self.store.space_names())
+                if settled != self._embedding:
+                    self._embedding, self._embedder = settled, None
         except BaseException:
             self.store.close()
             raise
@@ -105,7 +114,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
     def embedder(self) -> Embedder:
         """Created on first use so that commands which never embed never load a model."""
         if self._embedder is None:
-            self._embedder = make_embedder(self.settings.embedding)
+            self._embedder = make_embedder(self._embedding)
         return self._embedder
 
     @property

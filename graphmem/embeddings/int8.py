@@ -5,7 +5,7 @@ on short notes; that caps a bulk import below 300 memories/s. Here every dense l
 are quantised to int8 per output column at load, activations per token row as they come, and
 ONNX Runtime runs the products with the CPU's integer instructions: about twice the texts per
 second and a third of the time per query. Its vectors are close to the float32 model's (cosine
-0.995 or more) but not equal, so they form their own embedding space, never mixed with it.
+0.998 on average) but not equal, so they form their own embedding space, never mixed with it.
 
 The graph is built in memory from `bert.Weights` (fused QKV, pre-scaled queries, folded
 biases), so nothing but the float32 weights ships.

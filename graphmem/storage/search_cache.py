@@ -41,17 +41,22 @@ class SearchCache:
         self.folder = home / CACHE_DIR
         self._manifest: dict[str, object] | None = None
 
-    def valid_for(self, stamp: str) -> bool:
+    def _read_manifest(self) -> dict[str, object]:
         if self._manifest is None:
             try:
                 self._manifest = json.loads((self.folder / MANIFEST).read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 self._manifest = {}
-        return (
-            bool(stamp)
-            and self._manifest.get("format") == FORMAT
-            and (self._manifest.get("stamp") == stamp)
-        )
+        return self._manifest
+
+    def valid_for(self, stamp: str) -> bool:
+        manifest = self._read_manifest()
+        return bool(stamp) and manifest.get("format") == FORMAT and manifest.get("stamp") == stamp
+
+    def vector_tables(self) -> list[str]:
+        """The vector tables saved last, current or not: a guess for before the store opens."""
+        tables = self._read_manifest().get("vectors")
+        return [t for t in tables if isinstance(t, str)] if isinstance(tables, list) else []
 
     def matrix(self, table: str, dim: int) -> tuple[RowIds, npt.NDArray[np.float32]] | None:
         try:

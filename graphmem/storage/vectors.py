@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -80,6 +81,11 @@ def table_for(space: EmbeddingSpace) -> str:
     return VEC_PREFIX + space.name
 
 
+def saved_space_names(home: Path) -> set[str]:
+    """The spaces of the search structures saved last, read without opening the store."""
+    return {t.removeprefix(VEC_PREFIX) for t in SearchCache(home).vector_tables()}
+
+
 class VectorTables(KuzuConnection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -99,6 +105,10 @@ class VectorTables(KuzuConnection):
 
     def vector_tables(self) -> list[str]:
         return sorted(t for t in self.table_names() if t.startswith(VEC_PREFIX))
+
+    def space_names(self) -> set[str]:
+        """`EmbeddingSpace.name` of every space this store has a vector table for."""
+        return {t.removeprefix(VEC_PREFIX) for t in self.vector_tables()}
 
     def ensure_space(self, space: EmbeddingSpace) -> None:
         """Create the space's table on first use and record what the space is."""

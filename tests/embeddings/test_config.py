@@ -17,7 +17,7 @@ from graphmem.errors import InvalidInput
 @pytest.mark.parametrize(
     ("provider", "model", "url"),
     [
-        ("local", "all-MiniLM-L6-v2", None),
+        ("local", "all-MiniLM-L6-v2-int8", None),
         ("hash", "hash-v1", None),
         ("ollama", "nomic-embed-text", "http://127.0.0.1:11434"),
         ("openai", "text-embedding-3-small", "https://api.openai.com/v1"),
@@ -120,3 +120,23 @@ def test_local_only_mode_still_allows_the_local_and_hash_providers() -> None:
 def test_local_providers_refuse_models_and_dims_they_cannot_serve(config: EmbeddingConfig) -> None:
     with pytest.raises(InvalidInput):
         make_embedder(config)
+
+
+FLOAT32, INT8 = "local_all_minilm_l6_v2_384", "local_all_minilm_l6_v2_int8_384"
+
+
+@pytest.mark.parametrize(
+    ("config", "spaces", "model"),
+    [
+        (EmbeddingConfig(), set(), "all-MiniLM-L6-v2-int8"),  # a new store
+        (EmbeddingConfig(), {FLOAT32}, "all-MiniLM-L6-v2"),  # made before int8 was the default
+        (EmbeddingConfig(), {FLOAT32, INT8}, "all-MiniLM-L6-v2-int8"),  # re-embedded since
+        (EmbeddingConfig(), {"hash_hash_v1_384"}, "all-MiniLM-L6-v2-int8"),
+        (EmbeddingConfig(model="all-MiniLM-L6-v2-int8"), {FLOAT32}, "all-MiniLM-L6-v2-int8"),
+        (EmbeddingConfig(provider="hash"), {FLOAT32}, "hash-v1"),
+    ],
+)
+def test_the_local_default_follows_the_float32_vectors_a_store_already_has(
+    config: EmbeddingConfig, spaces: set[str], model: str
+) -> None:
+    assert config.for_store(spaces).resolved_model() == model

@@ -47,11 +47,12 @@ def test_quantised_columns_rebuild_the_weights_within_half_a_step() -> None:
     assert (q[:, 9] == 0).all()
 
 
-def test_the_factory_gives_the_int8_model_its_own_space() -> None:
-    embedder = make_embedder(EmbeddingConfig(model="all-MiniLM-L6-v2-int8"))
+def test_int8_is_the_local_default_and_a_space_apart_from_float32() -> None:
     default = make_embedder(EmbeddingConfig())
-    assert embedder.space.label == "local:all-MiniLM-L6-v2-int8/384"
-    assert embedder.space.name != default.space.name  # never mixed in one vector table
+    float32 = make_embedder(EmbeddingConfig(model="all-MiniLM-L6-v2"))
+    assert default.space.label == "local:all-MiniLM-L6-v2-int8/384"
+    assert float32.space.label == "local:all-MiniLM-L6-v2/384"
+    assert default.space.name != float32.space.name  # never mixed in one vector table
 
 
 @model
