@@ -100,7 +100,7 @@ def load_int8(model_dir: Path) -> Int8Encoder:
         with _MODELS_LOCK:
             encoder = _INT8.get(key)
             if encoder is None:
-                encoder = _INT8[key] = Int8Encoder(weights)
+                encoder = _INT8[key] = Int8Encoder(weights, model_dir / "model.safetensors")
     return encoder
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from graphmem.embeddings import EmbeddingConfig, make_embedder
-from graphmem.embeddings.int8 import quantise_columns
+from graphmem.embeddings import int8 as int8_module
+from graphmem.embeddings.bert import Weights, forward
+from graphmem.embeddings.int8 import Int8Encoder, cached_model, quantise_columns
 from graphmem.embeddings.local import LocalEmbedder
 from graphmem.errors import EmbeddingError
 
@@ -22,6 +25,72 @@ SENTENCES = [
     "",
     " ".join(f"token{i}" for i in range(300)),  # truncated at 256 tokens
 ]
+
+
+def tiny_bert(dim: int = 16, heads: int = 2, layers: int = 2, words: int = 50) -> Weights:
+    """A random BERT small enough to build in milliseconds, in BertModel's names."""
+    rng = np.random.default_rng(7)
+
+    def r(*shape: int) -> np.ndarray:
+        return rng.normal(scale=0.3, size=shape).astype(np.float32)
+
+    w = {
+        "embeddings.word_embeddings.weight": r(words, dim),
+        "embeddings.position_embeddings.weight": r(32, dim),
+        "embeddings.token_type_embeddings.weight": r(2, dim),
+        "embeddings.LayerNorm.weight": 1 + r(dim),
+        "embeddings.LayerNorm.bias": r(dim),
+    }
+    for i in range(layers):
+        p, a = f"encoder.layer.{i}.", f"encoder.layer.{i}.attention."
+        for n in ("query", "key", "value"):
+            w[f"{a}self.{n}.weight"], w[f"{a}self.{n}.bias"] = r(dim, dim), r(dim)
+        w[a + "output.dense.weight"], w[a + "output.dense.bias"] = r(dim, dim), r(dim)
+        w[a + "output.LayerNorm.weight"], w[a + "output.LayerNorm.bias"] = 1 + r(dim), r(dim)
+        w[p + "intermediate.dense.weight"], w[p + "intermediate.dense.bias"] = (
+            r(4 * dim, dim),
+            r(4 * dim),
+        )
+        w[p + "output.dense.weight"], w[p + "output.dense.bias"] = r(dim, 4 * dim), r(dim)
+        w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"] = 1 + r(dim), r(dim)
+    return Weights.from_bert(w, layers=layers, heads=heads)
+
+
+def test_the_int8_graph_computes_what_the_float32_encoder_computes() -> None:
+    weights = tiny_bert()
+    texts = [[1, 5, 9, 2], [1, 7, 2], [1, 3, 3, 8, 11, 40, 2], [1, 2]]
+    got = Int8Encoder(weights).encode(texts)
+    for i, ids in enumerate(texts):  # each alone, without padding
+        want = forward(weights, np.array(ids), np.array([len(ids)]))[0]
+        assert float(got[i] @ want) > 0.99
+
+
+def test_a_built_model_is_kept_for_the_next_process_and_rebuilt_for_new_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds: list[int] = []
+    build = int8_module.build_model
+    monkeypatch.setattr(int8_module, "build_model", lambda w: builds.append(1) or build(w))
+    source = tmp_path / "model.safetensors"
+    source.write_bytes(b"weights")
+    weights, cache = tiny_bert(), tmp_path / "cache"
+
+    first = cached_model(weights, source, cache)
+    assert cached_model(weights, source, cache) == first
+    assert len(builds) == 1 and len(list(cache.iterdir())) == 1
+
+    source.write_bytes(b"other weights")  # a new model file
+    cached_model(weights, source, cache)
+    assert len(builds) == 2 and len(list(cache.iterdir())) == 2
+
+
+def test_a_cache_folder_that_cannot_be_written_only_costs_the_build(tmp_path: Path) -> None:
+    source = tmp_path / "model.safetensors"
+    source.write_bytes(b"weights")
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a folder")
+    model = cached_model(tiny_bert(), source, blocked / "cache")
+    assert model and blocked.read_text() == "not a folder"
 
 
 @pytest.fixture(scope="module")
@@ -85,16 +154,6 @@ def test_a_text_embeds_alike_alone_and_in_a_batch(int8: LocalEmbedder) -> None:
 def test_without_onnx_runtime_the_int8_model_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from graphmem.embeddings import bert, int8
-
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    weights = bert.Weights(
-        word=np.zeros((2, 4), np.float32),
-        position=np.zeros((2, 4), np.float32),
-        ln_g=np.ones(4, np.float32),
-        ln_b=np.zeros(4, np.float32),
-        layers=(),
-        heads=1,
-    )
     with pytest.raises(EmbeddingError, match="pip install onnxruntime"):
-        int8.Int8Encoder(weights)
+        Int8Encoder(tiny_bert())
