@@ -63,6 +63,7 @@ ENV_KEYS: dict[str, str] = {
     "EMBEDDING_DIM": "embedding.dim",
     "EMBEDDING_MODE": "embedding.mode",
     "EMBEDDING_TIMEOUT": "embedding.timeout",
+    "EMBEDDING_CACHE_DIR": "embedding.cache_dir",
     "LOCK_TIMEOUT": "lock_timeout",
     "RECALL_RECIPE": "recall_recipe",
     "HTTP_HOST": "http_host",
@@ -151,6 +152,10 @@ def load_settings(
         if value is not None:
             _set_dotted(values, key, value)
     values["home"] = data_dir
+    embedding = values.setdefault("embedding", {})
+    if isinstance(embedding, dict) and not embedding.get("cache_dir"):
+        cache_root = layered.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        embedding["cache_dir"] = Path(cache_root).expanduser() / "graphmem"
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:

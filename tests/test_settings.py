@@ -25,6 +25,16 @@ def test_defaults_apply_when_no_layer_sets_anything(tmp_path: Path) -> None:
     assert settings.embedding.provider == "local"
 
 
+def test_built_models_are_kept_in_the_users_cache_folder_unless_set(tmp_path: Path) -> None:
+    def cache_dir(environ: dict[str, str]) -> Path | None:
+        return load_settings(tmp_path, environ=environ, cwd=tmp_path).embedding.cache_dir
+
+    assert cache_dir({}) == Path.home() / ".cache" / "graphmem"
+    assert cache_dir({"XDG_CACHE_HOME": str(tmp_path / "xdg")}) == tmp_path / "xdg" / "graphmem"
+    chosen = {"GRAPHMEM_EMBEDDING_CACHE_DIR": str(tmp_path / "models")}
+    assert cache_dir(chosen) == tmp_path / "models"
+
+
 def test_each_layer_overrides_the_one_below(project: Path) -> None:
     data_dir = project / ".graphmem"
     data_dir.mkdir()

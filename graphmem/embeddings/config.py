@@ -7,6 +7,7 @@ depend on the provider (model, URL) are resolved by `resolved_model` and `resolv
 from __future__ import annotations
 
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -53,6 +54,9 @@ class EmbeddingConfig(BaseModel):
     timeout: float = Field(default=30.0, gt=0)
     retries: int = Field(default=3, ge=0, le=10)
     batch_size: int = Field(default=64, ge=1, le=4096)
+    cache_dir: Path | None = Field(
+        default=None, description="where built models are kept; None builds them every load"
+    )
 
     def __init__(self, **data: Any) -> None:
         try:

@@ -43,7 +43,11 @@ def make_embedder(
             )
         if config.dim not in (None, DIM):
             raise InvalidInput(f"{DEFAULT_MODELS['local']} has {DIM} dimensions", dim=config.dim)
-        return LocalEmbedder(batch_size=config.batch_size, int8=model in _INT8_ALIASES)
+        return LocalEmbedder(
+            batch_size=config.batch_size,
+            int8=model in _INT8_ALIASES,
+            cache_dir=config.cache_dir,
+        )
     if provider == "hash":
         from graphmem.embeddings.hashing import HashEmbedder
 

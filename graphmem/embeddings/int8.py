@@ -153,16 +153,8 @@ def build_model(weights: Weights) -> bytes:
     return data
 
 
-def cache_dir() -> Path:
-    """Where built models are kept: `$GRAPHMEM_CACHE_DIR`, else the user's cache folder."""
-    configured = os.environ.get("GRAPHMEM_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "graphmem"
-
-
-def cached_model(weights: Weights, source: Path, folder: Path | None = None) -> bytes:
-    """`build_model(weights)`, kept in `folder` (default `cache_dir()`) for the next process.
+def cached_model(weights: Weights, source: Path, folder: Path) -> bytes:
+    """`build_model(weights)`, kept in `folder` for the next process.
 
     Building means importing `onnx` and quantising ~10M weights: ~0.15 s of every cold start.
     The file is named after the weights file (path, size, modification time) and this module's
@@ -172,7 +164,7 @@ def cached_model(weights: Weights, source: Path, folder: Path | None = None) -> 
     stat = source.stat()
     key = hashlib.blake2b(Path(__file__).read_bytes(), digest_size=8)
     key.update(f"{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    path = (folder or cache_dir()) / f"minilm-int8-{key.hexdigest()}.onnx"
+    path = folder / f"minilm-int8-{key.hexdigest()}.onnx"
     with contextlib.suppress(OSError):
         return path.read_bytes()
     data = build_model(weights)
@@ -192,8 +184,10 @@ def cached_model(weights: Weights, source: Path, folder: Path | None = None) -> 
 class Int8Encoder:
     """An ONNX Runtime session over `build_model(weights)`; call it from several threads at once."""
 
-    def __init__(self, weights: Weights, source: Path | None = None) -> None:
-        """`source`, the weights' file, names the built model in the cache; None builds it."""
+    def __init__(
+        self, weights: Weights, source: Path | None = None, cache_dir: Path | None = None
+    ) -> None:
+        """With `cache_dir`, the model built from `source` (the weights' file) is kept there."""
         try:
             import onnxruntime as ort
         except ImportError:
@@ -211,7 +205,9 @@ class Int8Encoder:
         options.inter_op_num_threads = 1
         self._weights = weights
         self._session = ort.InferenceSession(
-            build_model(weights) if source is None else cached_model(weights, source),
+            build_model(weights)
+            if source is None or cache_dir is None
+            else cached_model(weights, source, cache_dir),
             options,
             providers=["CPUExecutionProvider"],
         )

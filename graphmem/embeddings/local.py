@@ -91,7 +91,7 @@ def load_model(model_dir: Path) -> LoadedModel:
     return model
 
 
-def load_int8(model_dir: Path) -> Int8Encoder:
+def load_int8(model_dir: Path, cache_dir: Path | None = None) -> Int8Encoder:
     """The process-wide int8 session for the model in `model_dir`, built on the first call."""
     key = str(model_dir.resolve())
     encoder = _INT8.get(key)
@@ -100,7 +100,8 @@ def load_int8(model_dir: Path) -> Int8Encoder:
         with _MODELS_LOCK:
             encoder = _INT8.get(key)
             if encoder is None:
-                encoder = _INT8[key] = Int8Encoder(weights, model_dir / "model.safetensors")
+                source = model_dir / "model.safetensors"
+                encoder = _INT8[key] = Int8Encoder(weights, source, cache_dir)
     return encoder
 
 
@@ -108,11 +109,18 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 (384 dims) in numpy, the offline default provider; or its int8 engine."""
 
     def __init__(
-        self, model_dir: str | Path | None = None, *, batch_size: int = 64, int8: bool = False
+        self,
+        model_dir: str | Path | None = None,
+        *,
+        batch_size: int = 64,
+        int8: bool = False,
+        cache_dir: Path | None = None,
     ) -> None:
+        """`cache_dir` keeps the int8 model built at its first load for later processes."""
         self._dir = Path(model_dir) if model_dir is not None else default_model_dir()
         self._batch_size = max(1, batch_size)
         self._int8 = int8
+        self._cache_dir = cache_dir
         self._space = EmbeddingSpace("local", INT8_MODEL_NAME if int8 else MODEL_NAME, DIM)
 
     @property
@@ -126,7 +134,7 @@ class LocalEmbedder:
     def load(self) -> None:
         """Load the weights now rather than on the first `embed` (e.g. when a server starts)."""
         if self._int8:
-            load_int8(self._dir)
+            load_int8(self._dir, self._cache_dir)
         else:
             load_model(self._dir)
 
@@ -142,7 +150,7 @@ class LocalEmbedder:
         order = np.argsort(lengths, kind="stable")
         batches = [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
         if self._int8:
-            encoder = load_int8(self._dir)
+            encoder = load_int8(self._dir, self._cache_dir)
 
             def encode(rows: NDArray[np.intp]) -> None:
                 out[rows] = encoder.encode([ids[i] for i in rows])

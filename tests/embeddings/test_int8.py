@@ -157,3 +157,18 @@ def test_without_onnx_runtime_the_int8_model_says_what_to_install(
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(EmbeddingError, match="pip install onnxruntime"):
         Int8Encoder(tiny_bert())
+
+
+@model
+def test_the_local_embedder_keeps_its_int8_model_in_the_configured_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphmem.embeddings import local
+
+    monkeypatch.setattr(local, "_INT8", {})  # as in a new process
+    config = EmbeddingConfig(cache_dir=tmp_path / "models")
+    embedder = make_embedder(config)
+    assert isinstance(embedder, LocalEmbedder)
+    embedder.load()
+    (kept,) = (tmp_path / "models").iterdir()
+    assert kept.name.startswith("minilm-int8-") and kept.stat().st_size > 5_000_000
