@@ -14,17 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from graphmem.errors import InvalidInput, validation_message
 
-
-def _space_name(provider: str, model: str) -> str:
-    from graphmem.embeddings.base import EmbeddingSpace
-
-    return EmbeddingSpace(provider, model, LOCAL_DIM).name
-
-
 Provider = Literal["local", "hash", "ollama", "openai", "jina"]
 REMOTE_PROVIDERS: frozenset[str] = frozenset({"ollama", "openai", "jina"})
 
-FLOAT32_LOCAL_MODEL = "all-MiniLM-L6-v2"
+FLOAT32_LOCAL_MODEL = "all-MiniLM-L6-v2"  # the default before the int8 model
 LOCAL_DIM = 384
 DEFAULT_MODELS: dict[str, str] = {
     "local": "all-MiniLM-L6-v2-int8",
@@ -38,6 +31,12 @@ DEFAULT_URLS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
     "jina": "https://api.jina.ai/v1",
 }
+
+
+def _space_name(provider: str, model: str) -> str:
+    from graphmem.embeddings.base import EmbeddingSpace
+
+    return EmbeddingSpace(provider, model, LOCAL_DIM).name
 
 
 class EmbeddingConfig(BaseModel):

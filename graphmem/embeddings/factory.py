@@ -32,17 +32,17 @@ def make_embedder(
             mode=config.mode,
         )
     if provider == "local":
-        from graphmem.embeddings.local import DIM, INT8_MODEL_NAME, LocalEmbedder
+        from graphmem.embeddings.local import DIM, INT8_MODEL_NAME, MODEL_NAME, LocalEmbedder
 
         model = config.resolved_model().lower()
         if model not in _LOCAL_ALIASES | _INT8_ALIASES:
             raise InvalidInput(
-                f"the local provider ships {DEFAULT_MODELS['local']} and {INT8_MODEL_NAME}; "
+                f"the local provider ships {INT8_MODEL_NAME} and {MODEL_NAME}; "
                 "use ollama or an OpenAI-compatible server for other models",
                 model=config.model,
             )
         if config.dim not in (None, DIM):
-            raise InvalidInput(f"{DEFAULT_MODELS['local']} has {DIM} dimensions", dim=config.dim)
+            raise InvalidInput(f"{MODEL_NAME} has {DIM} dimensions", dim=config.dim)
         return LocalEmbedder(
             batch_size=config.batch_size,
             int8=model in _INT8_ALIASES,
