@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ from graphmem.errors import EmbeddingError
 
 _INSTALL_HINT = "pip install onnxruntime onnx"
 _MASKED = np.float32(-1e4)  # added to attention scores of padding: exp() of it is 0 in float32
+_CACHED_PREFIX = "minilm-int8-"
+_UNUSED_DAYS = 30
 _ZERO_POINT = 128  # activations are stored as uint8 around it: 1..255 for -127..127
 
 
@@ -158,18 +161,23 @@ def cached_model(weights: Weights, source: Path, folder: Path) -> bytes:
 
     Building means importing `onnx` and quantising ~10M weights: ~0.15 s of every cold start.
     The file is named after the weights file (path, size, modification time) and this module's
-    source, so another model or another graph builds again. A folder that cannot be written
-    costs only the rebuild.
+    source, so another model or another graph builds again; files of other versions unused for
+    30 days are removed. A folder that cannot be written costs only the rebuild.
     """
     stat = source.stat()
     key = hashlib.blake2b(Path(__file__).read_bytes(), digest_size=8)
     key.update(f"{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    path = folder / f"minilm-int8-{key.hexdigest()}.onnx"
+    path = folder / f"{_CACHED_PREFIX}{key.hexdigest()}.onnx"
     with contextlib.suppress(OSError):
-        return path.read_bytes()
+        data = path.read_bytes()
+        os.utime(path)  # in use: see the pruning below
+        return data
     data = build_model(weights)
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
+        for old in path.parent.glob(f"{_CACHED_PREFIX}*.onnx"):  # other versions, long unused
+            if time.time() - old.stat().st_mtime > _UNUSED_DAYS * 86400:
+                old.unlink()
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as out:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +84,23 @@ def test_a_built_model_is_kept_for_the_next_process_and_rebuilt_for_new_weights(
     source.write_bytes(b"other weights")  # a new model file
     cached_model(weights, source, cache)
     assert len(builds) == 2 and len(list(cache.iterdir())) == 2
+
+
+def test_building_removes_models_of_other_versions_unused_for_a_month(tmp_path: Path) -> None:
+    source = tmp_path / "model.safetensors"
+    source.write_bytes(b"weights")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    stale, recent = cache / "minilm-int8-old.onnx", cache / "minilm-int8-recent.onnx"
+    for path in (stale, recent, cache / "unrelated.onnx"):
+        path.write_bytes(b"x")
+    month_ago = time.time() - 31 * 86400
+    for path in (stale, cache / "unrelated.onnx"):
+        os.utime(path, (month_ago, month_ago))
+    cached_model(tiny_bert(), source, cache)
+    left = sorted(p.name for p in cache.iterdir())
+    assert "minilm-int8-old.onnx" not in left
+    assert {"minilm-int8-recent.onnx", "unrelated.onnx"} <= set(left) and len(left) == 3
 
 
 def test_a_cache_folder_that_cannot_be_written_only_costs_the_build(tmp_path: Path) -> None:
