@@ -90,7 +90,8 @@ def db_migrate(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
 @app.command()
 def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Check that the model is present, the store opens, who holds it, and its schema version."""
-    from graphmem.embeddings.config import FLOAT32_LOCAL_MODEL
+    from graphmem.embeddings.base import EmbeddingSpace
+    from graphmem.embeddings.config import DEFAULT_MODELS, FLOAT32_LOCAL_MODEL, LOCAL_DIM
     from graphmem.settings import load_settings
     from graphmem.storage.connection import HOLDER_FILE
 
@@ -146,10 +147,15 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
         api: MemoryAPI = remote or GraphMemory(settings)
         try:
             status = api.db_status()
-            total = api.stats().total
+            stats = api.stats()
         finally:
             api.close()
-        check("store opens", True, f"{settings.home}: {total} memories")
+        check("store opens", True, f"{settings.home}: {stats.total} memories")
+        space = f"{stats.embedding_space}: {stats.vectors} vectors, {stats.missing_vectors} missing"
+        if stats.embedding_space == EmbeddingSpace("local", FLOAT32_LOCAL_MODEL, LOCAL_DIM).label:
+            int8 = DEFAULT_MODELS["local"]
+            space += f"; `GRAPHMEM_EMBEDDING_MODEL={int8} graphmem reembed` moves it to int8"
+        check("embedding space", True, space)
         check(
             "schema",
             not status.pending,

@@ -16,6 +16,7 @@ from typer.testing import CliRunner, Result
 
 from graphmem.cli.app import app
 from graphmem.cli.serve import DEMO_CONTEXT, DEMO_MEMORIES, DEMO_QUERIES
+from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.models import Memory
 from graphmem.service import GraphMemory, open_store
@@ -260,6 +261,18 @@ def test_doctor_json_is_ok_on_a_healthy_store(invoke: Any, seed: Any) -> None:
     checks = {c["check"]: c for c in report["checks"]}
     assert checks["store opens"]["ok"]
     assert "1 memories" in checks["store opens"]["detail"]
+
+
+def test_doctor_tells_a_float32_store_how_to_move_to_int8(home: Path) -> None:
+    with open_store(home, **{"embedding.model": "all-MiniLM-L6-v2"}) as gm:
+        gm.store.ensure_space(EmbeddingSpace("local", "all-MiniLM-L6-v2", 384))
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("GRAPHMEM_")}
+    env["GRAPHMEM_HOME"] = str(home)  # the local provider, no model set
+    result = CliRunner().invoke(app, ["doctor", "--json"], env=env)
+    assert result.exit_code == 0, result.stderr
+    space = {c["check"]: c for c in json.loads(result.stdout)["checks"]}["embedding space"]
+    assert space["detail"].startswith("local:all-MiniLM-L6-v2/384: 0 vectors, 0 missing")
+    assert "GRAPHMEM_EMBEDDING_MODEL=all-MiniLM-L6-v2-int8 graphmem reembed" in space["detail"]
 
 
 def test_list_json_pages_with_the_cursor_it_prints(invoke: Any, seed: Any) -> None:
