@@ -65,3 +65,43 @@ def test_rows_added_after_the_projection_was_fitted_are_found(
     row_ids, full = gm.store.vectors(gm.embedder.space)
     got = gm.store.nearest(gm.embedder.space, full[row_ids.row(later.id)], 1)
     assert got[0][0] == later.id
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_deleted_vectors_leave_the_matrix_without_reading_it_again(
+    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch, projected: bool
+) -> None:
+    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500 if projected else 10**9)
+    matrix = _fill(gm, 1500)
+    space = gm.embedder.space
+    gm.store.nearest(space, matrix[0], 5)  # loaded (and the projection fitted)
+    reads: list[str] = []
+    query_result = gm.store.query_result
+    monkeypatch.setattr(
+        gm.store, "query_result", lambda q, *a, **k: reads.append(q) or query_result(q, *a, **k)
+    )
+    gone = [f"01VEC{i:021d}" for i in range(0, 1500, 3)]
+    gm.store.delete_vectors([*gone, "01NOTSTORED0000000000000000"])
+
+    row_ids, left = gm.store.vectors(space)
+    assert len(row_ids) == len(left) == 1000 and not set(gone) & set(row_ids)
+    kept = [i for i in range(1500) if i % 3]
+    for i in kept[:50]:  # rows and ids still agree
+        assert gm.store.nearest(space, matrix[i], 1)[0][0] == f"01VEC{i:021d}"
+    query = matrix[0]  # a deleted row's vector: its neighbours among the rest
+    got = [i for i, _ in gm.store.nearest(space, query, 10)]
+    assert got == [f"01VEC{kept[j]:021d}" for j in np.argsort(-(matrix[kept] @ query))[:10]]
+    assert not [q for q in reads if "RETURN v.id, v.vec" in q]
+    assert gm.store.vector_count(space) == 1000  # and Kùzu agrees
+
+
+def test_an_updated_text_is_found_by_its_new_words_and_not_its_old_ones(gm: GraphMemory) -> None:
+    kept = gm.remember("The cache is warmed by a nightly job")
+    changed = gm.remember("Deploys freeze on Fridays")
+    gm.recall("deploys", limit=5)  # the matrix is loaded
+    gm.update(changed.id, content="Payment retries back off exponentially")
+    row_ids, matrix = gm.store.vectors(gm.embedder.space)
+    assert len(row_ids) == len(matrix) == 2 and set(row_ids) == {kept.id, changed.id}
+    new_text = gm.embedder.embed_query("Payment retries back off exponentially")
+    assert gm.store.nearest(gm.embedder.space, new_text, 1)[0][0] == changed.id
+    assert gm.recall("payment retries back off", limit=1).hits[0].memory.id == changed.id
