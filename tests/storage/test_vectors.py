@@ -105,3 +105,12 @@ def test_an_updated_text_is_found_by_its_new_words_and_not_its_old_ones(gm: Grap
     new_text = gm.embedder.embed_query("Payment retries back off exponentially")
     assert gm.store.nearest(gm.embedder.space, new_text, 1)[0][0] == changed.id
     assert gm.recall("payment retries back off", limit=1).hits[0].memory.id == changed.id
+
+
+def test_appending_rows_never_changes_what_a_reader_already_holds() -> None:
+    rows = vectors._Rows(np.ones((3, 4), np.float32))
+    held = rows.view(4)
+    for i in range(200):  # grows several times, and fills the room it keeps in between
+        rows.extend(np.full((1, 4), i, np.float32))
+    assert held.shape == (3, 4) and (held == 1).all()
+    assert len(rows) == 203 and (rows.view(4)[3:, 0] == np.arange(200)).all()
