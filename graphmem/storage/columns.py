@@ -110,20 +110,18 @@ class MemoryColumns:
         self._overlay: dict[str, dict[str, Any] | None] = {}
         self._stale: set[str] = set()
         self._base_speakers: frozenset[str] | None = None
-        self._base_rows: pa.Table | None = None  # `_base()`, until the overlay changes
+        self._base_archived: list[str] | None = None  # ids archived in the base table
 
     def put(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Whole rows, every field of FIELDS (as `memory_to_row` gives them)."""
         for row in rows:
             self._overlay[row["id"]] = {f: row.get(f) for f in FIELDS}
             self._stale.discard(row["id"])
-        self._base_rows = None
 
     def drop(self, ids: Iterable[str]) -> None:
         for memory_id in ids:
             self._overlay[memory_id] = None
             self._stale.discard(memory_id)
-        self._base_rows = None
 
     def mark_stale(self, ids: Iterable[str]) -> None:
         self._stale.update(ids)
@@ -137,7 +135,6 @@ class MemoryColumns:
         for memory_id in stale:
             self._overlay[memory_id] = found.get(memory_id)
         self._stale.clear()
-        self._base_rows = None
 
     def values(
         self, ids: Iterable[str], fields: Sequence[str] = FIELDS
@@ -178,25 +175,38 @@ class MemoryColumns:
     def _live_overlay(self) -> list[dict[str, Any]]:
         return [row for row in self._overlay.values() if row is not None]
 
+    # Queries below run over the whole base table and then leave out the rows the overlay
+    # replaces: filtering the table against the overlay first cost ~12 ms at 100k rows on
+    # every recall after a write.
+
     def matching(self, filters: MemoryFilter) -> set[str]:
         """Ids of the memories that pass the filters: the equality filters run in arrow over
         the base table, the rest in Python over what is left."""
-        table = self._base()
+        table = self.table
         for name in ("type", "kind", "context", "service", "lifecycle"):
             wanted = getattr(filters, name)
             if wanted is not None:
                 table = table.filter(pc.equal(table[name], wanted))
-        rows = [ScoringRow.of(v) for v in table.select(list(_SCORING)).to_pylist()]
+        rows = [
+            row
+            for v in table.select(list(_SCORING)).to_pylist()
+            if (row := ScoringRow.of(v)).id not in self._overlay
+        ]
         rows += [ScoringRow.of(v) for v in self._live_overlay()]
         return {row.id for row in rows if row.passes(filters)}
 
     def in_sessions(self, sessions: Sequence[str]) -> dict[str, list[str]]:
         """Each session's memory ids in the order they were stored (ids are monotonic)."""
-        base = self._base()
-        picked = base.filter(
-            pc.is_in(base["session_id"], value_set=pa.array(sessions, pa.string()))
+        picked = self.table.filter(
+            pc.is_in(self.table["session_id"], value_set=pa.array(sessions, pa.string()))
         )
-        pairs = list(zip(picked["session_id"].to_pylist(), picked["id"].to_pylist(), strict=True))
+        pairs = [
+            (session, memory_id)
+            for session, memory_id in zip(
+                picked["session_id"].to_pylist(), picked["id"].to_pylist(), strict=True
+            )
+            if memory_id not in self._overlay
+        ]
         wanted = set(sessions)
         pairs += [
             (r["session_id"], r["id"]) for r in self._live_overlay() if r["session_id"] in wanted
@@ -220,23 +230,16 @@ class MemoryColumns:
     def any_archived(self) -> bool:
         if any(r["lifecycle"] == "archived" for r in self._live_overlay()):
             return True
-        return "archived" in self._base()["lifecycle"].unique().to_pylist()
+        if self._base_archived is None:
+            archived = self.table.filter(pc.equal(self.table["lifecycle"], "archived"))
+            self._base_archived = archived["id"].to_pylist()
+        return any(i not in self._overlay for i in self._base_archived)
 
     def merged(self) -> pa.Table:
         """One table with the overlay folded in (what is saved for the next process)."""
         if not self._overlay:
             return self.table
-        live = self._live_overlay()
-        added = pa.Table.from_pylist(live, schema=self.table.schema)
-        return pa.concat_tables([self._base(), added]).combine_chunks()
-
-    def _base(self) -> pa.Table:
-        """The base table without the rows the overlay replaces; kept until the overlay
-        changes, since recall asks for it on every query once anything was written."""
-        if not self._overlay:
-            return self.table
-        if self._base_rows is None:
-            replaced = pa.array(list(self._overlay), pa.string())
-            keep = pc.invert(pc.is_in(self.table["id"], value_set=replaced))
-            self._base_rows = self.table.filter(keep)
-        return self._base_rows
+        replaced = pa.array(list(self._overlay), pa.string())
+        base = self.table.filter(pc.invert(pc.is_in(self.table["id"], value_set=replaced)))
+        added = pa.Table.from_pylist(self._live_overlay(), schema=self.table.schema)
+        return pa.concat_tables([base, added]).combine_chunks()

@@ -60,6 +60,24 @@ def test_filters_and_sessions_read_from_the_columns_agree_with_the_store(gm: Gra
     assert not gm.store.has_archived()
 
 
+def test_rows_rewritten_after_loading_leave_their_old_values_behind(gm: GraphMemory) -> None:
+    moved = gm.remember("kafka lag on the consumer", session_id="s1", kind="note")
+    stays = gm.remember("kafka broker disk full", session_id="s1", kind="note")
+    folded = gm.remember("kafka broker disk is full", session_id="s1", kind="note")
+    gm.merge_duplicates(stays.id, [folded.id])  # archived before the columns load
+    gm.recall("kafka")
+    assert gm.store.has_archived()
+
+    gm.update(moved.id, kind="incident")
+    gm.cypher(f"MATCH (m:Memory {{id: '{moved.id}'}}) SET m.session_id = 's2'", write=True)
+    gm.cypher(f"MATCH (m:Memory {{id: '{folded.id}'}}) SET m.lifecycle = 'active'", write=True)
+
+    assert gm.store.session_order(["s1", "s2"]) == {"s1": [stays.id, folded.id], "s2": [moved.id]}
+    assert gm.store.matching_ids(MemoryFilter(kind="note")) == {stays.id, folded.id}
+    assert gm.store.matching_ids(MemoryFilter(kind="incident")) == {moved.id}
+    assert not gm.store.has_archived()
+
+
 def test_speakers_are_the_names_that_open_conversation_turns(gm: GraphMemory) -> None:
     gm.remember("Caroline: I went to a support group yesterday.")
     gm.remember("note: lowercase labels are not people")
