@@ -55,6 +55,22 @@ class RowIds:
             self._tail_rows[memory_id] = len(self._base) + len(self._tail)
             self._tail.append(memory_id)
 
+    def subset(self, keep: npt.NDArray[np.bool_]) -> RowIds:
+        """The ids of the rows `keep` marks, renumbered in order: numpy work for mapped ids."""
+        if isinstance(self._base, list):
+            return RowIds(i for i, k in zip(self, keep, strict=True) if k)
+        base = self._base
+        tail = [i for i, k in zip(self._tail, keep[len(base) :], strict=True) if k]
+        kept = base[keep[: len(base)]]
+        if tail:
+            try:
+                kept = np.concatenate([kept, np.array(tail, dtype=base.dtype.type)])
+            except UnicodeEncodeError:  # a non-ASCII id among ASCII ones
+                return RowIds(i for i, k in zip(self, keep, strict=True) if k)
+        out = RowIds()
+        out._base, out._order = kept, np.argsort(kept, kind="stable").astype(np.int64)
+        return out
+
     def __len__(self) -> int:
         return len(self._base) + len(self._tail)
 

@@ -106,15 +106,20 @@ class _Matrix:
     def drop(self, gone: set[str]) -> bool:
         """Leave out the rows of `gone` (a new id list and matrix, so readers holding the old
         ones keep a consistent pair); False if no row held one of them."""
-        keep = np.fromiter((i not in gone for i in self.ids), dtype=bool, count=len(self.ids))
-        if keep.all():
-            return False
-        self.rows = _Rows(self.rows.view(0)[keep])
-        self.ids = RowIds(i for i, kept in zip(self.ids, keep, strict=True) if kept)
-        if self.projected is not None:
-            projected = self.projected.view(PROJECTED_DIMS)
-            self.projected = _Rows(projected[keep[: len(projected)]])
-        return True
+        wanted, dropped = list(gone), False
+        while True:
+            rows = self.ids.rows(wanted)
+            rows = rows[rows >= 0]  # each id's latest row; an earlier one is found next round
+            if not len(rows):
+                return dropped
+            keep = np.ones(len(self.ids), dtype=bool)
+            keep[rows] = False
+            self.ids = self.ids.subset(keep)
+            self.rows = _Rows(self.rows.view(0)[keep])
+            if self.projected is not None:
+                projected = self.projected.view(PROJECTED_DIMS)
+                self.projected = _Rows(projected[keep[: len(projected)]])
+            dropped = True
 
 
 def table_for(space: EmbeddingSpace) -> str:

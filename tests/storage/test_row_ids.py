@@ -71,3 +71,18 @@ def test_ascii_ids_are_saved_as_bytes_and_read_back_as_text(tmp_path: Path) -> N
     loaded = RowIds.load(tmp_path, "a")
     assert list(loaded) == ["01ABC", "01ABD"] and loaded[1] == "01ABD"
     assert loaded.rows(["01ABD", "é"]).tolist() == [1, -1]
+
+
+@pytest.mark.parametrize("tail", [["new", "m2"], ["newé"]])
+def test_a_subset_keeps_the_marked_rows_in_order_and_renumbers_them(
+    tmp_path: Path, tail: list[str]
+) -> None:
+    for ids in _both(tmp_path):
+        ids.extend(tail)
+        keep = np.ones(len(ids), bool)
+        keep[[1, 5]] = False  # the first "m1", and the first appended id
+        kept = ids.subset(keep)
+        expected = [i for i, k in zip(list(ids), keep, strict=True) if k]
+        assert list(kept) == expected and len(kept) == len(expected)
+        assert kept.rows([expected[-1], "m3", tail[0]]).tolist() == [len(expected) - 1, 0, -1]
+        assert kept.row("m1") == expected.index("m1")

@@ -8,6 +8,7 @@ import pytest
 from graphmem.models import Memory, utcnow
 from graphmem.service import GraphMemory
 from graphmem.storage import vectors
+from graphmem.storage.row_ids import RowIds
 
 
 def _fill(gm: GraphMemory, n: int, seed: int = 5) -> np.ndarray:
@@ -114,3 +115,11 @@ def test_appending_rows_never_changes_what_a_reader_already_holds() -> None:
         rows.extend(np.full((1, 4), i, np.float32))
     assert held.shape == (3, 4) and (held == 1).all()
     assert len(rows) == 203 and (rows.view(4)[3:, 0] == np.arange(200)).all()
+
+
+def test_dropping_an_id_with_two_rows_leaves_neither() -> None:
+    matrix = vectors._Matrix(RowIds(["a", "b", "c"]), vectors._Rows(np.eye(3, dtype=np.float32)))
+    matrix.append(["b"], np.full((1, 3), 5, np.float32))  # "b" again, the later row wins
+    assert matrix.drop({"b", "absent"}) and not matrix.drop({"absent"})
+    assert list(matrix.ids) == ["a", "c"]
+    assert matrix.matrix(3).tolist() == [[1, 0, 0], [0, 0, 1]]
