@@ -314,8 +314,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
             page.embedding_space = space.label
             page.vectors = {
                 i: base64.b64encode(matrix[row].astype("<f4").tobytes()).decode()
-                for i, row in zip(ids, row_ids.rows(ids).tolist(), strict=True)
-                if 0 <= row < len(matrix)
+                for i, row in row_ids.within(ids, len(matrix))
             }
         return page
 

@@ -91,7 +91,7 @@ def db_migrate(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
 def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Check that the model is present, the store opens, who holds it, and its schema version."""
     from graphmem.embeddings.base import EmbeddingSpace
-    from graphmem.embeddings.config import DEFAULT_MODELS, FLOAT32_LOCAL_MODEL, LOCAL_DIM
+    from graphmem.embeddings.config import FLOAT32_LOCAL_MODEL, INT8_LOCAL_MODEL, LOCAL_DIM
     from graphmem.settings import load_settings
     from graphmem.storage.connection import HOLDER_FILE
 
@@ -153,8 +153,9 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
         check("store opens", True, f"{settings.home}: {stats.total} memories")
         space = f"{stats.embedding_space}: {stats.vectors} vectors, {stats.missing_vectors} missing"
         if stats.embedding_space == EmbeddingSpace("local", FLOAT32_LOCAL_MODEL, LOCAL_DIM).label:
-            int8 = DEFAULT_MODELS["local"]
-            space += f"; `GRAPHMEM_EMBEDDING_MODEL={int8} graphmem reembed` moves it to int8"
+            space += (
+                f"; `GRAPHMEM_EMBEDDING_MODEL={INT8_LOCAL_MODEL} graphmem reembed` moves it to int8"
+            )
         check("embedding space", True, space)
         check(
             "schema",

@@ -18,9 +18,10 @@ Provider = Literal["local", "hash", "ollama", "openai", "jina"]
 REMOTE_PROVIDERS: frozenset[str] = frozenset({"ollama", "openai", "jina"})
 
 FLOAT32_LOCAL_MODEL = "all-MiniLM-L6-v2"  # the default before the int8 model
+INT8_LOCAL_MODEL = FLOAT32_LOCAL_MODEL + "-int8"
 LOCAL_DIM = 384
 DEFAULT_MODELS: dict[str, str] = {
-    "local": "all-MiniLM-L6-v2-int8",
+    "local": INT8_LOCAL_MODEL,
     "hash": "hash-v1",
     "ollama": "nomic-embed-text",
     "openai": "text-embedding-3-small",
@@ -83,10 +84,7 @@ class EmbeddingConfig(BaseModel):
         if self.provider != "local" or self.model is not None:
             return self
         float32 = _space_name("local", FLOAT32_LOCAL_MODEL)
-        if (
-            float32 in space_names
-            and _space_name("local", DEFAULT_MODELS["local"]) not in space_names
-        ):
+        if float32 in space_names and _space_name("local", INT8_LOCAL_MODEL) not in space_names:
             return self.model_copy(update={"model": FLOAT32_LOCAL_MODEL})
         return self
 

@@ -21,14 +21,15 @@ from tokenizers import Tokenizer
 from graphmem.embeddings import parallel
 from graphmem.embeddings.base import EmbeddingSpace, check_texts
 from graphmem.embeddings.bert import Weights, forward
+from graphmem.embeddings.config import FLOAT32_LOCAL_MODEL, INT8_LOCAL_MODEL, LOCAL_DIM
 from graphmem.embeddings.int8 import Int8Encoder
 from graphmem.embeddings.kernels import F32
 from graphmem.embeddings.weights_file import map_tensors
 from graphmem.errors import EmbeddingError
 
-MODEL_NAME = "all-MiniLM-L6-v2"
-INT8_MODEL_NAME = MODEL_NAME + "-int8"
-DIM = 384
+MODEL_NAME = FLOAT32_LOCAL_MODEL
+INT8_MODEL_NAME = INT8_LOCAL_MODEL
+DIM = LOCAL_DIM
 MAX_TOKENS = 256  # what sentence-transformers uses for this model
 _LAYERS = 6
 _HEADS = 12

@@ -123,13 +123,8 @@ def recall(
         return []
     rows = {k: rows[k] for k in candidates}
     if matrix is not None and vector is not None and positions is not None:
-        keyword_only = [c for c in candidates.values() if c.cosine is None]
-        at = positions.rows([c.memory_id for c in keyword_only]).tolist()
-        missing = [  # rows added since the snapshot are skipped
-            (cand, row)
-            for cand, row in zip(keyword_only, at, strict=True)
-            if 0 <= row < len(matrix)
-        ]
+        keyword_only = [i for i, c in candidates.items() if c.cosine is None]
+        missing = [(candidates[i], row) for i, row in positions.within(keyword_only, len(matrix))]
         if missing:
             sims = matrix[[row for _, row in missing]] @ vector
             for (cand, _), sim in zip(missing, sims, strict=True):

@@ -33,10 +33,8 @@ def dead_end_warnings(
     if query_vector is not None and space is not None and len(found) < MAX_WARNINGS:
         row_ids, matrix = store.vectors(space)
         others = [i for i in dead_ends if i not in found]
-        close = [  # rows added since the matrix snapshot are skipped
-            (float(matrix[row] @ query_vector), i)
-            for i, row in zip(others, row_ids.rows(others).tolist(), strict=True)
-            if 0 <= row < len(matrix)
+        close = [
+            (float(matrix[row] @ query_vector), i) for i, row in row_ids.within(others, len(matrix))
         ]
         close = sorted((c for c in close if c[0] >= CLOSE_MEANING), reverse=True)
         if close:

@@ -199,8 +199,7 @@ class KeywordIndex:
         renumber = np.full(len(self.ids), -1, np.int64)
         renumber[keep] = np.arange(len(keep))
         self._segments = [_Segment.from_triples(terms[live], renumber[rows[live]], tfs[live])]
-        every = list(self.ids)
-        self.ids = RowIds([every[r] for r in keep.tolist()])
+        self.ids = self.ids.subset(self._alive)
         self._lengths = self._lengths[keep]
         self._alive = np.ones(len(keep), bool)
 

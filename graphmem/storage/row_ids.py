@@ -110,6 +110,12 @@ class RowIds:
                 out[i] = self._tail_rows.get(memory_id, out[i])
         return out
 
+    def within(self, ids: Sequence[str], end: int) -> list[tuple[str, int]]:
+        """Each id with its latest row, for the ids whose row comes before `end`: the rows of a
+        matrix snapshot of `end` rows (rows added since are left out)."""
+        rows = self.rows(ids).tolist()
+        return [(i, row) for i, row in zip(ids, rows, strict=True) if 0 <= row < end]
+
     def _search(self, ids: Sequence[str]) -> I64:
         out = np.full(len(ids), -1, np.int64)
         base, order = self._base, self._order

@@ -31,11 +31,14 @@ def _exact(matrix: np.ndarray, query: np.ndarray, top: int) -> list[str]:
     return [f"01VEC{i:021d}" for i in np.argsort(-(matrix @ query))[:top]]
 
 
-@pytest.mark.parametrize("projected", [False, True])
-def test_nearest_finds_the_exact_top_ten(
-    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch, projected: bool
-) -> None:
-    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500 if projected else 10**9)
+@pytest.fixture(params=["exact", "projected"])
+def scan(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways of scanning: every row exactly, or projected from 500 rows and reranked."""
+    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500 if request.param == "projected" else 10**9)
+
+
+@pytest.mark.usefixtures("scan")
+def test_nearest_finds_the_exact_top_ten(gm: GraphMemory) -> None:
     matrix = _fill(gm, 3000)
     for query in matrix[:20] + 0.1:
         query = (query / np.linalg.norm(query)).astype(np.float32)
@@ -68,11 +71,10 @@ def test_rows_added_after_the_projection_was_fitted_are_found(
     assert got[0][0] == later.id
 
 
-@pytest.mark.parametrize("projected", [False, True])
+@pytest.mark.usefixtures("scan")
 def test_deleted_vectors_leave_the_matrix_without_reading_it_again(
-    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch, projected: bool
+    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500 if projected else 10**9)
     matrix = _fill(gm, 1500)
     space = gm.embedder.space
     gm.store.nearest(space, matrix[0], 5)  # loaded (and the projection fitted)
