@@ -4,13 +4,16 @@ this process and one served by the owner process."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO
 
 from graphmem.api import MemoryAPI, Progress
+from graphmem.errors import InvalidInput
 from graphmem.models import ImportReport
 
-CHUNK_LINES = 8192
+# Lines per call: an import commits at most once per 32,768 lines that bring their vectors, and
+# each commit costs a checkpoint, so smaller calls would import slower.
+CHUNK_LINES = 32_768
 
 
 def export_jsonl(api: MemoryAPI, out: IO[str], *, with_vectors: bool = False) -> int:
@@ -42,16 +45,38 @@ def import_jsonl(
     on_progress: Progress | None = None,
 ) -> ImportReport:
     """Import in chunks (one call each), adding up the reports; line numbers stay the file's."""
+
+    def call(chunk: Sequence[str], first_line: int) -> ImportReport:
+        return api.import_jsonl(chunk, on_error=on_error, first_line=first_line)
+
+    chunks = (
+        (start + 1, lines[start : start + CHUNK_LINES])
+        for start in range(0, len(lines), CHUNK_LINES)
+    )
+    return import_chunks(chunks, call, total_lines=len(lines), on_progress=on_progress)
+
+
+def import_chunks(
+    chunks: Iterable[tuple[int, Sequence[str]]],
+    call: Callable[[Sequence[str], int], ImportReport],
+    *,
+    total_lines: int = 0,
+    on_progress: Progress | None = None,
+) -> ImportReport:
+    """Run `call(lines, first_line)` on each chunk and add up the reports. An import stopped by
+    a bad line says how many memories the earlier chunks imported too."""
     total = ImportReport(imported=0, skipped=0, errors=[], seconds=0.0)
-    for start in range(0, len(lines), CHUNK_LINES):
-        report = api.import_jsonl(
-            lines[start : start + CHUNK_LINES], on_error=on_error, first_line=start + 1
-        )
+    for first_line, chunk in chunks:
+        try:
+            report = call(chunk, first_line)
+        except InvalidInput as exc:
+            exc.fields["imported"] = exc.fields.get("imported", 0) + total.imported
+            raise
         total.imported += report.imported
         total.skipped += report.skipped
         total.vectors_supplied += report.vectors_supplied
         total.errors.extend(report.errors)
         total.seconds = round(total.seconds + report.seconds, 3)
         if on_progress:
-            on_progress(min(start + CHUNK_LINES, len(lines)), len(lines))
+            on_progress(first_line - 1 + len(chunk), total_lines)
     return total

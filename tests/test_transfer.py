@@ -13,6 +13,7 @@ import pytest
 from numpy.typing import NDArray
 
 from graphmem.embeddings.hashing import HashEmbedder
+from graphmem.errors import InvalidInput
 from graphmem.service import GraphMemory, open_store
 from graphmem.transfer import export_jsonl, import_jsonl
 
@@ -94,14 +95,48 @@ def test_bad_vectors_are_reported_by_line_and_the_good_lines_still_import(
         _line("too short", vector=[1.0, 2.0], embedding_space=label),
         _line("all zeros", vector=[0.0] * 384, embedding_space=label),
         _line("not base64", vector="%%%", embedding_space=label),
+        _line("not finite", vector=[float("nan")] + [1.0] * 383, embedding_space=label),
         _line("fine", vector=good, embedding_space=label),
     ]
     report = target.import_jsonl(lines)
     assert (report.imported, report.vectors_supplied) == (1, 1)
     messages = {e["line"]: e["message"] for e in report.errors}
-    assert sorted(messages) == [1, 2, 3, 4]
+    assert sorted(messages) == [1, 2, 3, 4, 5]
     assert "embedding_space" in messages[1]
     assert "384" in messages[2]
     assert "zeros" in messages[3]
     assert "base64" in messages[4]
+    assert "finite" in messages[5]
     assert [m.content for m in target.list().memories] == ["fine"]
+
+
+def test_lines_with_their_vectors_commit_sixteen_times_less_often(target: GraphMemory) -> None:
+    """Each commit of an import costs a checkpoint, so lines that need no embedding go in
+    bigger transactions."""
+    label = target.embedder.space.label
+    vector = base64.b64encode(np.ones(384, "<f4").tobytes()).decode()
+    supplied = [_line(f"given {i}", vector=vector, embedding_space=label) for i in range(128)]
+    embedded = [_line(f"embedded {i}") for i in range(32)]
+
+    def commits(lines: list[str]) -> int:
+        before = target.store.write_generation
+        target.import_jsonl(lines, batch_size=4)
+        return target.store.write_generation - before
+
+    assert commits(supplied) == 2
+    assert commits(embedded) == 8
+
+
+def test_an_import_stopped_in_a_later_chunk_counts_what_the_earlier_ones_imported(
+    target: GraphMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("graphmem.transfer.CHUNK_LINES", 3)
+    lines = [_line(f"note {i}") for i in range(7)] + ["{bad", _line("never read")]
+    progress: list[tuple[int, int]] = []
+
+    with pytest.raises(InvalidInput, match="line 8") as caught:
+        import_jsonl(target, lines, on_error="stop", on_progress=lambda *p: progress.append(p))
+
+    assert caught.value.fields["imported"] == 7
+    assert progress == [(3, 9), (6, 9)]
+    assert target.stats().total == 7

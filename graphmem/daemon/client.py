@@ -15,14 +15,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from graphmem.api import Filters, MemoryAPI, Progress
 from graphmem.daemon.paths import OwnerInfo, live_owner
-from graphmem.daemon.protocol import decode, dumps, encode, raise_error
+from graphmem.daemon.protocol import MAX_LINE, decode, dumps, encode, raise_error
 from graphmem.errors import StoreError, StoreLocked
 from graphmem.graph.models import IndexReport
 from graphmem.models import (
@@ -40,6 +40,7 @@ from graphmem.models import (
 from graphmem.process import pid_alive
 from graphmem.recall.config import RecallConfig
 from graphmem.settings import Settings
+from graphmem.transfer import import_chunks
 
 LOG_FILE = "owner.log"
 START_LOCK = "owner.lock"
@@ -307,11 +308,16 @@ class RemoteMemory:
         first_line: int = 1,
         on_progress: Progress | None = None,
     ) -> ImportReport:
-        result: ImportReport = self._call(
-            "import_jsonl", list(lines), on_error=on_error, batch_size=batch_size,
-            first_line=first_line,
-        )  # fmt: skip
-        return result
+        """One request per slice of lines that fits the owner's request limit."""
+
+        def call(chunk: Sequence[str], first: int) -> ImportReport:
+            result: ImportReport = self._call(
+                "import_jsonl", list(chunk), on_error=on_error, batch_size=batch_size,
+                first_line=first,
+            )  # fmt: skip
+            return result
+
+        return import_chunks(_requests(list(lines), first_line), call)
 
     def reembed(
         self, *, batch_size: int = 128, on_progress: Progress | None = None
@@ -355,3 +361,18 @@ def connect(settings: Settings, *, start: bool = False) -> RemoteMemory | None:
     """A client of the store's owner: the running one, or (with start=True) a new one."""
     info = start_owner(settings.home) if start else live_owner(settings.home)
     return None if info is None else RemoteMemory(settings, info)
+
+
+def _requests(lines: list[str], first_line: int) -> Iterator[tuple[int, list[str]]]:
+    """Slices of `lines`, each with the number of its first line, whose request stays under
+    half the owner's limit (its JSON may escape quotes, and a chunk of lines with their vectors
+    is ~80 MB)."""
+    budget, start, size = MAX_LINE // 2, 0, 0
+    for i, line in enumerate(lines):
+        cost = len(line.encode()) + line.count('"') + line.count("\\") + 3
+        if size + cost > budget and i > start:
+            yield first_line + start, lines[start:i]
+            start, size = i, 0
+        size += cost
+    if start < len(lines):
+        yield first_line + start, lines[start:]

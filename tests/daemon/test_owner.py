@@ -140,6 +140,23 @@ def test_export_and_import_page_through_the_owner(owner: Owner, tmp_path: Path) 
         assert report.errors[0]["line"] == 31
 
 
+def test_an_import_larger_than_a_request_may_be_goes_in_several(
+    owner: Owner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import graphmem.daemon.client as client_module
+    import graphmem.daemon.owner as owner_module
+
+    for module in (client_module, owner_module):
+        monkeypatch.setattr(module, "MAX_LINE", 4096)
+    lines = [json.dumps({"content": f'note {i} about the "ledger" rollout'}) for i in range(200)]
+    lines[150] = "{bad"
+    with client(owner) as remote:
+        report = remote.import_jsonl(lines)
+        assert (report.imported, report.skipped) == (199, 0)
+        assert [e["line"] for e in report.errors] == [151]
+        assert remote.stats().total == 199
+
+
 def test_the_owner_exits_after_its_idle_timeout_once_clients_leave(tmp_path: Path) -> None:
     settings = load_settings(tmp_path / "store", environ={}, overrides={"daemon_idle_timeout": 0.5})
     served = Owner(GraphMemory(settings, embedder=HashEmbedder()))
