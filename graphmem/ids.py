@@ -7,14 +7,14 @@ stored together keep their order: the turns of a conversation stay in sequence.
 
 from __future__ import annotations
 
-import base64
 import secrets
 import threading
 from datetime import UTC, datetime
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-# base32 of the standard alphabet, spelled in Crockford's: one C call instead of 26 divisions
-_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _ALPHABET)
+# two characters for each 10 bits: 13 lookups spell an id, twice as fast as 26 (imports make
+# tens of thousands a second)
+_PAIRS = [_ALPHABET[i >> 5] + _ALPHABET[i & 31] for i in range(1024)]
 _RANDOM_BITS = 80
 _lock = threading.Lock()
 _last: dict[int, int] = {}
@@ -39,7 +39,5 @@ def new_id(at: datetime | None = None) -> str:
             _last.clear()
         _last[millis] = rand
     value = (millis << _RANDOM_BITS) | rand
-    # 26 characters are 130 bits: the 128-bit value with two zero bits in front, so shifted
-    # into the top of 17 bytes, whose first 26 base32 characters are the id
-    encoded = base64.b32encode((value << 6).to_bytes(17, "big")).decode()
-    return encoded[:26].translate(_CROCKFORD)
+    # 26 characters are 130 bits: the 128-bit value with two zero bits in front
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in range(120, -10, -10)])

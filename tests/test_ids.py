@@ -32,3 +32,12 @@ def test_ids_made_in_the_same_millisecond_keep_their_order_and_differ() -> None:
     ids = [new_id(at) for _ in range(200)]
     assert len(set(ids)) == 200
     assert sorted(ids) == ids
+
+
+def test_an_id_spells_its_millisecond_as_ulid_tools_read_it() -> None:
+    at = datetime(2016, 7, 30, 23, 54, 10, 259000, tzinfo=UTC)
+    value = 0
+    for char in new_id(at):
+        value = value * 32 + "0123456789ABCDEFGHJKMNPQRSTVWXYZ".index(char)
+    assert value >> 80 == 1469922850259
+    assert new_id(datetime(1970, 1, 1, tzinfo=UTC))[:10] == "0000000000"

@@ -8,16 +8,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from graphmem.api import MemoryAPI
-from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, opened
+from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, opened, out
 from graphmem.errors import GraphmemError, InvalidInput
 from graphmem.process import pid_alive
 
 app = typer.Typer()
 db_app = typer.Typer(no_args_is_help=True)
-out = Console(highlight=False, soft_wrap=True)
 
 
 @app.command()

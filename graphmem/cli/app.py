@@ -7,9 +7,13 @@ and anything not recognised, goes to the whole app.
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
 import sys
+import threading
 from collections.abc import Sequence
+from typing import NoReturn
 
 import typer
 
@@ -67,8 +71,33 @@ def _named(argv: Sequence[str]) -> str | None:
     return first if first in COMMANDS or first in _GROUPS else None
 
 
+def run(argv: Sequence[str]) -> int | str | None:
+    """Run one command line; returns its exit code."""
+    try:
+        build(_named(argv))(args=list(argv), prog_name="graphmem")
+    except SystemExit as exc:
+        return exc.code
+    return 0
+
+
 def main() -> None:
-    build(_named(sys.argv[1:]))()
+    _leave(run(sys.argv[1:]))
+
+
+def _leave(code: int | str | None) -> NoReturn:
+    """Exit without the interpreter's teardown, which frees every module, the model and the
+    store's mapped arrays: ~0.13 s of a ~0.9 s cold `graphmem recall`. Only once exit handlers
+    have run, the output is flushed and no thread but daemons is left; otherwise as usual."""
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if not isinstance(code, int | None) or any(not t.daemon for t in others):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: let Python report it as it would
+        sys.exit(code)
+    os._exit(code or 0)
 
 
 def __getattr__(name: str) -> typer.Typer:

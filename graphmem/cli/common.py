@@ -8,13 +8,16 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
 
 from graphmem.api import MemoryAPI
 from graphmem.errors import GraphmemError, InvalidInput
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 HomeOpt = Annotated[
     Path | None,
@@ -27,6 +30,46 @@ HomeOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Console:
+    """Human output through rich, made on first use: importing rich costs ~20 ms that a
+    `--json` command, and every cold `graphmem recall --json`, would pay for nothing."""
+
+    def __init__(self) -> None:
+        self._console: Any = None
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if self._console is None:
+            from rich.console import Console as RichConsole
+
+            self._console = RichConsole(highlight=False, soft_wrap=True)
+        self._console.print(*objects, **options)
+
+
+out = Console()
+
+
+def escape(text: str) -> str:
+    """`text` shown as it is, not read as rich markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def progress_bar() -> Progress:
+    """A transient bar on stderr for long work."""
+    from rich.console import Console as RichConsole
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=RichConsole(stderr=True),
+        transient=True,
+    )
 
 
 def to_jsonable(value: Any) -> Any:

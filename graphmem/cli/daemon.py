@@ -6,12 +6,10 @@ import os
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors
+from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, out
 
 app = typer.Typer(no_args_is_help=True)
-out = Console(highlight=False, soft_wrap=True)
 
 
 def _settings(home: HomeOpt, as_json: bool):  # type: ignore[no-untyped-def]

@@ -6,21 +6,26 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened, short
+from graphmem.cli.common import (
+    HomeOpt,
+    JsonOpt,
+    emit_json,
+    escape,
+    opened,
+    out,
+    progress_bar,
+    short,
+)
 from graphmem.cli.memories import (
     ContextOpt,
     KindOpt,
     TagsOpt,
     TypeOpt,
     filter_options,
-    progress_bar,
 )
 
 app = typer.Typer()
-out = Console(highlight=False, soft_wrap=True)
 
 
 @app.command("index-triples")

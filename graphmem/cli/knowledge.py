@@ -8,15 +8,13 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened, short
+from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened, out, short
 from graphmem.cli.memories import ContextOpt, ServiceOpt, TagsOpt, show_recall
 from graphmem.models import Memory, MemoryPage
 
 app = typer.Typer()
 canonical_app = typer.Typer(no_args_is_help=True)
-out = Console(highlight=False, soft_wrap=True)
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Memory id.")]
 QueryArg = Annotated[str, typer.Argument(help="What you are looking for, in words.")]

@@ -8,17 +8,22 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened, short
+from graphmem.cli.common import (
+    HomeOpt,
+    JsonOpt,
+    emit_json,
+    escape,
+    opened,
+    out,
+    progress_bar,
+    short,
+)
 from graphmem.errors import InvalidInput
 from graphmem.models import Memory, RecallResult
 from graphmem.transfer import export_jsonl, import_jsonl
 
 app = typer.Typer()
-out = Console(highlight=False, soft_wrap=True)
 
 TypeOpt = Annotated[
     str | None, typer.Option("--type", "-t", help="episodic | semantic | procedural | working")
@@ -78,17 +83,6 @@ def _show_memory(m: Memory) -> None:
     for key, value in details.items():
         if value:
             out.print(f"  {key}: {value}", markup=False)
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
 
 
 @app.command()

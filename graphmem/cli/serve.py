@@ -6,13 +6,10 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, opened
+from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, escape, handle_errors, opened, out
 
 app = typer.Typer()
-out = Console(highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import typer.main
 
@@ -33,8 +34,7 @@ def test_a_named_command_builds_only_its_module_and_stays_a_group() -> None:
 
 def test_a_command_line_runs_its_command_without_importing_the_others() -> None:
     code = (
-        "import sys; from graphmem.cli import app; sys.argv = ['graphmem', 'db', '--help']\n"
-        "try:\n    app.main()\nexcept SystemExit:\n    pass\n"
+        "import sys; from graphmem.cli import app; app.run(['db', '--help'])\n"
         "print(sorted(m for m in sys.modules if m.startswith('graphmem.cli.')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -42,3 +42,27 @@ def test_a_command_line_runs_its_command_without_importing_the_others() -> None:
     loaded = done.stdout.strip().splitlines()[-1]
     assert "graphmem.cli.admin" in loaded
     assert "graphmem.cli.knowledge" not in loaded and "graphmem.cli.graph" not in loaded
+
+
+def _main(prelude: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    code = f"import sys\n{prelude}\nfrom graphmem.cli import app\nsys.argv = ['graphmem', *{argv!r}]\napp.main()\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def test_leaving_early_still_runs_exit_handlers_and_flushes_all_output() -> None:
+    done = _main(
+        "import atexit; atexit.register(lambda: print('handler ran', file=sys.stderr))", "--help"
+    )
+    assert done.returncode == 0
+    assert "handler ran" in done.stderr
+    assert "recall" in done.stdout and "reembed" in done.stdout
+
+
+def test_a_thread_still_at_work_is_waited_for_and_the_exit_code_kept(tmp_path: Path) -> None:
+    prelude = (
+        "import threading, time\n"
+        "threading.Thread(target=lambda: (time.sleep(0.5), print('thread done')), daemon=False).start()"
+    )
+    done = _main(prelude, "get", "NO-SUCH-ID", "--home", str(tmp_path / "store"))
+    assert done.returncode == 3
+    assert "thread done" in done.stdout
