@@ -343,13 +343,19 @@ class GraphMemory(KnowledgeOps, GraphOps):
         started = time.perf_counter()
         errors: list[dict[str, Any]] = []
         pending: list[tuple[Memory, npt.NDArray[np.float32] | None]] = []
+        given: set[str] = set()  # ids the lines brought: only those can be in the store already
         imported = skipped = supplied = 0
         load = 0.0
 
         def flush() -> None:
-            nonlocal imported, skipped, supplied, pending, load
-            present = self.store.existing_ids([m.id for m, _ in pending])
-            fresh = [(m, v) for m, v in pending if m.id not in present]
+            nonlocal imported, skipped, supplied, pending, load, given
+            # a scan of the whole table for Kùzu (~0.4 s at 1M), so only when ids were given
+            present = self.store.existing_ids(sorted(given)) if given else set()
+            fresh, seen = [], set(present)  # a file may name an id twice: the first line wins
+            for memory, vector in pending:
+                if memory.id not in seen:
+                    seen.add(memory.id)
+                    fresh.append((memory, vector))
             skipped += len(pending) - len(fresh)
             if fresh:
                 space = self.embedder.space
@@ -366,13 +372,16 @@ class GraphMemory(KnowledgeOps, GraphOps):
                     self.store.ensure_space(space)
                 supplied += len(fresh) - len(missing)
                 imported += self.store.insert_memories([m for m, _ in fresh], vectors, space)
-            pending, load = [], 0.0
+            pending, load, given = [], 0.0, set()
 
         for lineno, line in enumerate(lines, start=first_line):
             if not line.strip():
                 continue
             try:
-                pending.append(_memory_from_json(line, self.embedder.space))
+                memory, vector, has_id = _memory_from_json(line, self.embedder.space)
+                pending.append((memory, vector))
+                if has_id:
+                    given.add(memory.id)
             except InvalidInput as exc:
                 errors.append({"line": lineno, "message": exc.message})
                 if on_error == "stop":
@@ -433,8 +442,9 @@ _KEPT_ON_IMPORT = (
 
 def _memory_from_json(
     line: str, space: EmbeddingSpace
-) -> tuple[Memory, npt.NDArray[np.float32] | None]:
+) -> tuple[Memory, npt.NDArray[np.float32] | None, bool]:
     """One exported memory, validated like a new one; its id, dates and lifecycle are kept.
+    The flag says whether the line named the id.
 
     A `vector` is used as the memory's embedding only when `embedding_space` names the store's
     active space: vectors of another model would be compared with this one's and mislead recall,
@@ -454,7 +464,7 @@ def _memory_from_json(
                 kept[key] = parse_time(kept[key])
         if kept and kept.get("updated_at") is None:
             kept["updated_at"] = item.created_at or utcnow()
-        return GraphMemory._new_memory(item, kept), vector
+        return GraphMemory._new_memory(item, kept), vector, "id" in kept
     except (ValidationError, ValueError) as exc:
         message = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InvalidInput(message) from exc

@@ -335,6 +335,13 @@ def test_importing_the_same_file_twice_skips_existing_ids(
     assert other.stats().vectors == 4
 
 
+def test_an_id_named_twice_in_one_import_is_imported_once(gm: GraphMemory) -> None:
+    line = {"id": "01HKS659000000000000000003", "content": "first"}
+    report = gm.import_jsonl([json.dumps(line), json.dumps({**line, "content": "second"})])
+    assert (report.imported, report.skipped) == (1, 1)
+    assert gm.get("01HKS659000000000000000003").content == "first"
+
+
 def test_blank_lines_in_an_import_are_not_counted_as_skipped(gm: GraphMemory) -> None:
     report = gm.import_jsonl(["", json.dumps({"content": "only one"}), "   ", ""])
     assert (report.imported, report.skipped) == (1, 0)

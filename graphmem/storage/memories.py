@@ -30,7 +30,7 @@ from graphmem.storage.columns import (
 )
 from graphmem.storage.keywords import KeywordIndex
 from graphmem.storage.search_cache import MIN_MEMORIES
-from graphmem.storage.vectors import VectorTables
+from graphmem.storage.vectors import COPY_MIN_ROWS, VectorTables
 from graphmem.text import index_text
 
 _FIELDS = MEMORY_FIELDS
@@ -139,13 +139,18 @@ class MemoryRepository(VectorTables):
         table = pa.table(
             {f: pa.array([r[f] for r in rows], _ARROW_TYPES.get(f, pa.string())) for f in columns}
         )
-        assignments = ", ".join(f"{f}: {f}" for f in columns)
         ids = [m.id for m in memories]
         with self.transaction():
-            self.query_result(
-                f"LOAD FROM $rows CREATE (:Memory {{{assignments}, access_count: 0}})",
-                {"rows": table},
-            )
+            if len(rows) < COPY_MIN_ROWS:
+                assignments = ", ".join(f"{f}: {f}" for f in columns)
+                self.query_result(
+                    f"LOAD FROM $rows CREATE (:Memory {{{assignments}, access_count: 0}})",
+                    {"rows": table},
+                )
+            else:  # the vectors' COPY checkpoints this transaction anyway
+                table = table.append_column("access_count", pa.array([0] * len(rows), pa.int64()))
+                names = ", ".join(table.column_names)
+                self.query_result(f"COPY Memory({names}) FROM $rows", {"rows": table})
             self.put_vectors(space, ids, vectors)
             self._rows_written(rows, table.column("search_text"))
         return len(memories)

@@ -103,6 +103,35 @@ def test_memories_persist_across_close_and_reopen(
     assert again.stats().missing_vectors == 0
 
 
+@pytest.mark.parametrize("count", [3, 300], ids=["row by row", "bulk copy"])
+def test_a_batch_keeps_every_field_whichever_way_it_is_written(
+    gm: GraphMemory, reopen: Callable[..., GraphMemory], count: int
+) -> None:
+    items = [
+        {
+            "content": f"payments {i} timed out after the deploy",
+            "title": f"incident {i}",
+            "type": "semantic",
+            "kind": "incident",
+            "tags": ["pay", f"t{i % 3}"],
+            "context": "prod",
+            "service": "payments",
+            "importance": 0.7,
+            "metadata": {"ticket": f"PAY-{i}", "nested": {"n": i}},
+            "created_at": "2024-03-01T10:00:00+00:00",
+            "valid_from": "2024-03-02T00:00:00+00:00",
+            "session_id": f"s{i % 2}",
+        }
+        for i in range(count)
+    ]
+    stored = gm.remember_many(items, batch_size=count)
+    gm.close()
+    again = reopen()
+    assert [again.get(m.id) for m in stored] == stored
+    assert again.cypher("MATCH (m:Memory) RETURN DISTINCT m.access_count").rows == [[0]]
+    assert again.recall("PAY-2 incident", limit=1).hits[0].memory.id == stored[2].id
+
+
 def test_a_failed_batch_insert_leaves_no_rows_behind(gm: GraphMemory) -> None:
     now = utcnow()
     memories = [
