@@ -3,9 +3,13 @@ this process and one served by the owner process."""
 
 from __future__ import annotations
 
+import codecs
+import itertools
 import json
-from collections.abc import Callable, Iterable, Sequence
-from typing import IO
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
 
 from graphmem.api import MemoryAPI, Progress
 from graphmem.errors import InvalidInput
@@ -54,6 +58,66 @@ def import_jsonl(
         for start in range(0, len(lines), CHUNK_LINES)
     )
     return import_chunks(chunks, call, total_lines=len(lines), on_progress=on_progress)
+
+
+def import_file(
+    api: MemoryAPI,
+    path: Path,
+    *,
+    on_error: str = "continue",
+    on_progress: Progress | None = None,
+) -> ImportReport:
+    """`import_jsonl` of a file read a chunk at a time: an export of a million memories with
+    their vectors is ~2.5 GB, more than an import should hold in memory. The file is checked
+    to be UTF-8 (and its lines counted, for progress) before anything is imported."""
+    total = _count_utf8_lines(path)
+
+    def call(chunk: Sequence[str], first_line: int) -> ImportReport:
+        return api.import_jsonl(chunk, on_error=on_error, first_line=first_line)
+
+    with _opened(path, "r", encoding="utf-8", newline="\n") as handle:
+        lines = (line.rstrip("\r\n") for line in handle)
+        return import_chunks(_chunks(lines), call, total_lines=total, on_progress=on_progress)
+
+
+def _chunks(lines: Iterator[str]) -> Iterator[tuple[int, list[str]]]:
+    """The lines, CHUNK_LINES at a time, each chunk with the number of its first line."""
+    first = 1
+    while chunk := list(itertools.islice(lines, CHUNK_LINES)):
+        yield first, chunk
+        first += len(chunk)
+
+
+def _count_utf8_lines(path: Path) -> int:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    count, last = 0, b"\n"
+    with _opened(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                line = count + block.count(b"\n", 0, exc.start) + 1
+                raise InvalidInput(
+                    f"{path} is not UTF-8 text (line {line}); nothing was imported",
+                    path=str(path), line=line,
+                ) from exc  # fmt: skip
+            count += block.count(b"\n")
+            last = block[-1:]
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{path} ends inside a UTF-8 character", path=str(path)) from exc
+    return count + (last != b"\n")
+
+
+@contextmanager
+def _opened(path: Path, mode: str, **options: Any) -> Iterator[IO[Any]]:
+    try:
+        handle = path.open(mode, **options)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
+    with handle:
+        yield handle
 
 
 def import_chunks(

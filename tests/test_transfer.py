@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput
 from graphmem.service import GraphMemory, open_store
-from graphmem.transfer import export_jsonl, import_jsonl
+from graphmem.transfer import export_jsonl, import_file, import_jsonl
 
 
 class CountingEmbedder(HashEmbedder):
@@ -140,3 +140,34 @@ def test_an_import_stopped_in_a_later_chunk_counts_what_the_earlier_ones_importe
     assert caught.value.fields["imported"] == 7
     assert progress == [(3, 9), (6, 9)]
     assert target.stats().total == 7
+
+
+def test_a_file_is_imported_a_chunk_at_a_time_with_its_own_line_numbers(
+    target: GraphMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("graphmem.transfer.CHUNK_LINES", 2)
+    dump = tmp_path / "dump.jsonl"
+    raw = json.dumps({"content": "a\u2028separator inside"}, ensure_ascii=False)  # not a line end
+    lines = [_line("one"), _line("two"), "{bad", raw, _line("five")]
+    dump.write_bytes(("\r\n".join(lines)).encode())  # Windows line ends, no final newline
+    progress: list[tuple[int, int]] = []
+
+    report = import_file(target, dump, on_progress=lambda *p: progress.append(p))
+
+    assert (report.imported, [e["line"] for e in report.errors]) == (4, [3])
+    assert progress == [(2, 5), (4, 5), (5, 5)]
+    contents = {m.content for m in target.list().memories}
+    assert contents == {"one", "two", "a\u2028separator inside", "five"}
+
+
+def test_a_file_that_is_not_utf8_is_refused_before_anything_is_imported(
+    target: GraphMemory, tmp_path: Path
+) -> None:
+    dump = tmp_path / "latin1.jsonl"
+    dump.write_bytes(_line("fine").encode() + b"\n" + '{"content": "caf\u00e9"}'.encode("latin-1"))
+    with pytest.raises(InvalidInput, match="not UTF-8") as caught:
+        import_file(target, dump)
+    assert caught.value.fields["line"] == 2
+    assert target.stats().total == 0
+    with pytest.raises(InvalidInput, match="cannot read"):
+        import_file(target, tmp_path / "missing.jsonl")

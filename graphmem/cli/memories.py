@@ -21,7 +21,7 @@ from graphmem.cli.common import (
 )
 from graphmem.errors import InvalidInput
 from graphmem.models import Memory, RecallResult
-from graphmem.transfer import export_jsonl, import_jsonl
+from graphmem.transfer import export_jsonl, import_file
 
 app = typer.Typer()
 
@@ -353,17 +353,13 @@ def import_(
 ) -> None:
     """Import memories from JSON lines, in batches, with a progress bar."""
     with opened(home, as_json) as gm:
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise InvalidInput(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
         with progress_bar() as bar:
-            task = bar.add_task("importing", total=len(lines))
-            report = import_jsonl(
+            task = bar.add_task("importing", total=None)
+            report = import_file(
                 gm,
-                lines,
+                path,
                 on_error="stop" if stop_on_error else "continue",
-                on_progress=lambda done, _: bar.update(task, completed=done),
+                on_progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
         if as_json:
             return emit_json(report)
