@@ -23,7 +23,7 @@ from typing import Any
 from graphmem.api import Filters, MemoryAPI, Progress
 from graphmem.daemon.paths import OwnerInfo, live_owner
 from graphmem.daemon.protocol import MAX_LINE, decode, dumps, encode, raise_error
-from graphmem.errors import StoreError, StoreLocked
+from graphmem.errors import InvalidInput, StoreError, StoreLocked
 from graphmem.graph.models import IndexReport
 from graphmem.models import (
     BackupInfo,
@@ -182,11 +182,17 @@ class RemoteMemory:
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         request = {"id": next(self._ids), "method": method, "args": encode(list(args)),
                    "kwargs": encode(kwargs)}  # fmt: skip
+        data = dumps(request)
+        if len(data) > MAX_LINE:
+            raise InvalidInput(
+                f"request of {len(data) >> 20} MB is over the owner's {MAX_LINE >> 20} MB limit",
+                method=method,
+            )
         with self._lock:
             if self._sock is None:
                 self._connect()
             try:
-                self._file.write(dumps(request))
+                self._file.write(data)
                 self._file.flush()
                 line = self._file.readline()
             except OSError:

@@ -46,8 +46,14 @@ class _Handler(socketserver.StreamRequestHandler):
         owner.connected(self.connection, True)
         try:
             while not owner.stopping.is_set():
-                line = self.rfile.readline(MAX_LINE)
+                line = self.rfile.readline(MAX_LINE + 1)
                 if not line:
+                    return
+                if len(line) > MAX_LINE:  # the rest cannot be told from the next request
+                    too_big = InvalidInput(f"request over the {MAX_LINE >> 20} MB limit")
+                    with contextlib.suppress(OSError):
+                        self.wfile.write(dumps({"id": None, "error": error_payload(too_big)}))
+                        self.wfile.flush()
                     return
                 response = owner.dispatch(line)
                 try:

@@ -157,6 +157,39 @@ def test_an_import_larger_than_a_request_may_be_goes_in_several(
         assert remote.stats().total == 199
 
 
+def test_a_request_over_the_limit_is_refused_and_its_connection_closed(
+    owner: Owner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    import graphmem.daemon.owner as owner_module
+
+    monkeypatch.setattr(owner_module, "MAX_LINE", 1024)
+    request = {"id": 1, "method": "remember", "args": ["x" * 4000], "kwargs": {}}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(owner.socket_path)
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        with sock.makefile("rb") as replies:
+            reply = json.loads(replies.readline())
+            assert "limit" in reply["error"]["message"]
+            assert replies.readline() == b""  # no answers to the pieces of the request
+    with client(owner) as remote:
+        assert remote.stats().total == 0
+
+
+def test_a_client_refuses_a_request_over_the_limit_and_stays_usable(
+    owner: Owner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import graphmem.daemon.client as client_module
+
+    monkeypatch.setattr(client_module, "MAX_LINE", 1024)
+    with client(owner) as remote:
+        with pytest.raises(InvalidInput, match="limit"):
+            remote.remember("x" * 4000)
+        assert remote.remember("small enough").content == "small enough"
+
+
 def test_the_owner_exits_after_its_idle_timeout_once_clients_leave(tmp_path: Path) -> None:
     settings = load_settings(tmp_path / "store", environ={}, overrides={"daemon_idle_timeout": 0.5})
     served = Owner(GraphMemory(settings, embedder=HashEmbedder()))
