@@ -17,8 +17,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 import graphmem
 from eval.embedding import environ
@@ -116,6 +119,34 @@ def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def machine_ms() -> dict[str, float]:
+    """How fast this machine runs right now, on fixed work (the best of five tries): a shared
+    machine's speed drifts by a third over a day, so a result is read beside the score measured
+    with it."""
+    note = {"content": "payments timed out after the deploy", "tags": ["pay", "prod"], "n": 7}
+    rng = np.random.default_rng(3)
+    matrix, queries = rng.random((20_000, 384), np.float32), rng.random((384, 32), np.float32)
+
+    def python() -> None:
+        for _ in range(10_000):
+            json.loads(json.dumps(note))
+
+    def numpy() -> None:
+        for _ in range(5):
+            matrix @ queries
+
+    return {name: _best_ms(work) for name, work in (("python", python), ("numpy", numpy))}
+
+
+def _best_ms(work: Callable[[], None], tries: int = 5) -> float:
+    times = []
+    for _ in range(tries):
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    return round(min(times) * 1000, 1)
+
+
 COLD_RUNS = 5  # new processes timed; the median is reported (single runs vary by ±20% here)
 
 
@@ -210,6 +241,7 @@ def run_bench(
         total = n + single
         return {
             "benchmark": "bench",
+            "machine_ms": machine_ms(),
             "memories": total,
             "embedding_space": label,
             "embedded_import_memories_per_s": round(embedded_rate, 1),
