@@ -182,6 +182,7 @@ def run_bench(
     """Import `pool_size` memories through the embedder (the local import rate), the rest with
     the pool's vectors supplied (the bulk rate), then time single stores and recall, warm and
     from a new process."""
+    machine_start = machine_ms()
     pool = synthetic_memories(min(pool_size, n))
     rng = random.Random(11)
     label = embedder.space.label
@@ -241,7 +242,7 @@ def run_bench(
         total = n + single
         return {
             "benchmark": "bench",
-            "machine_ms": machine_ms(),
+            "machine_ms": {"start": machine_start, "end": machine_ms()},
             "memories": total,
             "embedding_space": label,
             "embedded_import_memories_per_s": round(embedded_rate, 1),
