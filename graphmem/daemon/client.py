@@ -323,7 +323,11 @@ class RemoteMemory:
             )  # fmt: skip
             return result
 
-        return import_chunks(_requests(list(lines), first_line), call)
+        lines = list(lines)
+        return import_chunks(
+            _requests(lines, first_line), call, total_lines=first_line - 1 + len(lines),
+            on_progress=on_progress,
+        )  # fmt: skip
 
     def reembed(
         self, *, batch_size: int = 128, on_progress: Progress | None = None

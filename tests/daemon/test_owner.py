@@ -150,8 +150,10 @@ def test_an_import_larger_than_a_request_may_be_goes_in_several(
         monkeypatch.setattr(module, "MAX_LINE", 4096)
     lines = [json.dumps({"content": f'note {i} about the "ledger" rollout'}) for i in range(200)]
     lines[150] = "{bad"
+    progress: list[tuple[int, int]] = []
     with client(owner) as remote:
-        report = remote.import_jsonl(lines)
+        report = remote.import_jsonl(lines, on_progress=lambda *p: progress.append(p))
+        assert len(progress) > 1 and progress[-1] == (200, 200)
         assert (report.imported, report.skipped) == (199, 0)
         assert [e["line"] for e in report.errors] == [151]
         assert remote.stats().total == 199
