@@ -49,15 +49,7 @@ def import_jsonl(
     on_progress: Progress | None = None,
 ) -> ImportReport:
     """Import in chunks (one call each), adding up the reports; line numbers stay the file's."""
-
-    def call(chunk: Sequence[str], first_line: int) -> ImportReport:
-        return api.import_jsonl(chunk, on_error=on_error, first_line=first_line)
-
-    chunks = (
-        (start + 1, lines[start : start + CHUNK_LINES])
-        for start in range(0, len(lines), CHUNK_LINES)
-    )
-    return import_chunks(chunks, call, total_lines=len(lines), on_progress=on_progress)
+    return _import_lines(api, iter(lines), len(lines), on_error, on_progress)
 
 
 def import_file(
@@ -71,13 +63,22 @@ def import_file(
     their vectors is ~2.5 GB, more than an import should hold in memory. The file is checked
     to be UTF-8 (and its lines counted, for progress) before anything is imported."""
     total = _count_utf8_lines(path)
+    with _opened(path, "r", encoding="utf-8", newline="\n") as handle:
+        lines = (line.rstrip("\r\n") for line in handle)
+        return _import_lines(api, lines, total, on_error, on_progress)
 
+
+def _import_lines(
+    api: MemoryAPI,
+    lines: Iterator[str],
+    total: int,
+    on_error: str,
+    on_progress: Progress | None,
+) -> ImportReport:
     def call(chunk: Sequence[str], first_line: int) -> ImportReport:
         return api.import_jsonl(chunk, on_error=on_error, first_line=first_line)
 
-    with _opened(path, "r", encoding="utf-8", newline="\n") as handle:
-        lines = (line.rstrip("\r\n") for line in handle)
-        return import_chunks(_chunks(lines), call, total_lines=total, on_progress=on_progress)
+    return import_chunks(_chunks(lines), call, total_lines=total, on_progress=on_progress)
 
 
 def _chunks(lines: Iterator[str]) -> Iterator[tuple[int, list[str]]]:
