@@ -14,11 +14,10 @@ from pathlib import Path
 
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.models import BackupInfo, utcnow
-from graphmem.storage.connection import DB_FILE
+from graphmem.storage.connection import DB_FILE, WAL_FILE
 from graphmem.storage.store import KuzuStore
 
 MANIFEST = "manifest.json"
-WAL_SUFFIX = ".wal"
 
 
 def _prepare_target(dest: Path) -> None:
@@ -41,7 +40,7 @@ def take_backup(store: KuzuStore, dest: Path) -> BackupInfo:
     with store.writer_paused():
         memories = store.memory_count()
         schema_version = store.migration_status().schema_version
-        store.execute("CHECKPOINT")
+        store.checkpoint()
         try:
             shutil.copy2(store.home / DB_FILE, dest / DB_FILE)
         except OSError as exc:
@@ -83,8 +82,8 @@ def restore_files(backup: Path, home: Path) -> Path | None:
     if current.exists():
         kept = home / f"{DB_FILE}.before-restore-{utcnow():%Y%m%dT%H%M%S}"
         current.rename(kept)
-        wal = home / (DB_FILE + WAL_SUFFIX)
+        wal = home / WAL_FILE
         if wal.exists():
-            wal.rename(kept.with_name(kept.name + WAL_SUFFIX))
+            wal.rename(kept.with_name(kept.name + ".wal"))
     shutil.copy2(source, current)
     return kept

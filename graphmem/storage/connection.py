@@ -4,6 +4,12 @@ Kùzu 0.11.3 allows one read-write Database per file (a second process gets "Cou
 one write transaction per Database (a concurrent writer fails at once). So a store opens the file
 once, retries briefly when another process holds it, names that process when it gives up, and
 serialises every use of its connection behind one lock.
+
+Kùzu 0.11.3 deadlocks when it checkpoints while another connection is reading: the checkpoint
+waits for the read's transaction, the read waits for the checkpoint, and after 5 s the checkpoint
+fails, and with it the commit that triggered it (its rows are lost). So the Database opens with
+Kùzu's own checkpoints off, and every checkpoint here first waits for reads in flight and holds new
+ones back: when the log passes CHECKPOINT_WAL_BYTES, at a COPY's commit, for a backup and at close.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from graphmem.models import CypherResult, DbStatus, MigrationInfo, utcnow
 from graphmem.schema import Migration, migrations
 
 DB_FILE = "graph.kuzu"
+WAL_FILE = DB_FILE + ".wal"
 READ_CONNECTIONS = 4  # reads run beside the one writer, each on its own connection
+CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024  # Kùzu's own default threshold
 HOLDER_FILE = "holder.json"
 CONTENT_STAMP = "content_stamp"  # _Meta key, changed by every write to memory text or vectors
 _TXN_CONTROL = re.compile(r"(^|;)\s*(BEGIN|COMMIT|ROLLBACK|CHECKPOINT)\b", re.IGNORECASE)
@@ -61,8 +69,9 @@ class KuzuConnection:
         self._txn_thread: int | None = None
         self._prepared: dict[tuple[Any, ...], Any] = {}
         self._read_idle: list[kuzu.Connection] = []
-        self._read_slots = threading.BoundedSemaphore(READ_CONNECTIONS)
-        self._read_guard = threading.Lock()
+        self._read_gate = threading.Condition()  # guards the three fields below
+        self._reading = 0  # reads in flight on pooled connections
+        self._readers_paused_by: int | None = None  # the thread holding new reads back
         self.write_generation = 0  # bumped by every write, so read caches know they are stale
         self._content_changed = False
         self._stamp: str | None = None  # the committed content stamp, once read
@@ -87,7 +96,7 @@ class KuzuConnection:
                 with _OPEN_HERE_LOCK:
                     if key in _OPEN_HERE:
                         raise RuntimeError("Could not set lock: already open in this process")
-                    db = kuzu.Database(str(home / DB_FILE))
+                    db = kuzu.Database(str(home / DB_FILE), auto_checkpoint=False)
                     _OPEN_HERE.add(key)
                 break
             except RuntimeError as exc:
@@ -162,7 +171,10 @@ class KuzuConnection:
                 raise StorageError(str(exc), query=query[:200]) from exc
             if isinstance(result, list):
                 result = result[-1]
-            return [list(row) for row in result.get_all()]
+            rows = [list(row) for row in result.get_all()]
+            if not self._in_txn:
+                self._checkpoint_if_due()
+            return rows
 
     def _run(self, conn: kuzu.Connection, query: str, params: dict[str, Any] | None) -> Any:
         """Execute with a prepared statement kept per connection: Kùzu spends several
@@ -216,16 +228,20 @@ class KuzuConnection:
 
     @contextmanager
     def _pooled(self) -> Iterator[kuzu.Connection]:
-        with self._read_slots:
-            with self._read_guard:
-                if self._db is None:
-                    raise StorageError("store is closed", path=str(self.home))
-                conn = self._read_idle.pop() if self._read_idle else kuzu.Connection(self._db)
-            try:
-                yield conn
-            finally:
-                with self._read_guard:
-                    self._read_idle.append(conn)
+        with self._read_gate:
+            while self._readers_paused_by is not None or self._reading >= READ_CONNECTIONS:
+                self._read_gate.wait()
+            if self._db is None:
+                raise StorageError("store is closed", path=str(self.home))
+            conn = self._read_idle.pop() if self._read_idle else kuzu.Connection(self._db)
+            self._reading += 1
+        try:
+            yield conn
+        finally:
+            with self._read_gate:
+                self._read_idle.append(conn)
+                self._reading -= 1
+                self._read_gate.notify_all()
 
     def query_result(self, query: str, params: dict[str, Any] | None = None) -> kuzu.QueryResult:
         with self._lock:
@@ -282,22 +298,51 @@ class KuzuConnection:
         callback()
 
     def checkpoint_at_commit(self) -> None:
-        """This transaction ran a COPY: Kùzu checkpoints when it commits, and a checkpoint
-        times out (failing the commit) while any read transaction is open. So the commit waits
-        for reads in flight and holds new ones back (measured: ~50 ms per 2,000 vectors)."""
+        """This transaction ran a COPY: Kùzu checkpoints when it commits, even with its own
+        checkpoints off, so the commit waits for reads in flight and holds new ones back."""
         self._checkpoint_at_commit = True
+
+    def checkpoint(self) -> None:
+        """Write the log into the database file, with no read in flight (see the module doc)."""
+        with self._lock:
+            if self._in_txn:
+                raise StorageError("cannot checkpoint inside a transaction", path=str(self.home))
+            with self._readers_paused():
+                try:
+                    self._conn.execute("CHECKPOINT")
+                except RuntimeError as exc:
+                    raise StorageError(str(exc), query="CHECKPOINT") from exc
+
+    def _checkpoint_if_due(self) -> None:
+        try:
+            due = (self.home / WAL_FILE).stat().st_size > CHECKPOINT_WAL_BYTES
+        except OSError:  # no log: nothing written since the last checkpoint
+            return
+        if due:
+            self.checkpoint()
 
     @contextmanager
     def _readers_paused(self) -> Iterator[None]:
-        taken = 0
+        """Wait for reads in flight and hold new ones back. Fair to the pausing thread: reads
+        that keep coming cannot starve it, as they could when it took read slots one by one."""
+        me = threading.get_ident()
+        with self._read_gate:
+            nested = self._readers_paused_by == me
+            if not nested:
+                while self._readers_paused_by is not None:
+                    self._read_gate.wait()
+                self._readers_paused_by = me
+                while self._reading:
+                    self._read_gate.wait()
+        if nested:
+            yield
+            return
         try:
-            for _ in range(READ_CONNECTIONS):
-                self._read_slots.acquire()
-                taken += 1
             yield
         finally:
-            for _ in range(taken):
-                self._read_slots.release()
+            with self._read_gate:
+                self._readers_paused_by = None
+                self._read_gate.notify_all()
 
     def content_changed(self) -> None:
         """Memories' text or vectors changed: caches saved on disk for an older stamp are stale.
@@ -345,6 +390,7 @@ class KuzuConnection:
             try:
                 if write:
                     result = self._conn.execute(query, params)
+                    self._checkpoint_if_due()
                     self.write_generation += 1
                     self._stamp_content()
                     self.schema_changed()  # the caller may have changed tables
@@ -428,7 +474,7 @@ class KuzuConnection:
             if done:
                 # Kùzu 0.11.3 cannot replay a dropped FTS index from its WAL after a crash
                 # ("Cannot find table catalog entry"): the schema change goes to disk now.
-                self.execute("CHECKPOINT")
+                self.checkpoint()
             return done
 
     def _apply(self, migration: Migration) -> None:

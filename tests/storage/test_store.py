@@ -20,6 +20,7 @@ from graphmem.errors import InvalidInput, StorageError, StoreLocked
 from graphmem.models import Memory, utcnow
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
+from graphmem.storage import connection
 from graphmem.storage.connection import HOLDER_FILE
 
 HOLDER = textwrap.dedent(
@@ -197,3 +198,37 @@ def test_a_large_batch_commits_while_other_threads_keep_reading(gm: GraphMemory)
             thread.join(timeout=60)
     assert failures == []
     assert gm.stats().vectors == 901
+
+
+def test_checkpoints_of_a_growing_log_and_of_a_backup_wait_for_reads_in_flight(
+    gm: GraphMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kùzu 0.11.3 deadlocks when it checkpoints beside a read and then drops the commit.
+    With the threshold at zero every write checkpoints, while four threads keep reading."""
+    monkeypatch.setattr(connection, "CHECKPOINT_WAL_BYTES", 0)
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                gm.store.read("MATCH (m:Memory) WHERE m.content <> $x RETURN count(*)", {"x": ""})
+            except BaseException as exc:
+                failures.append(exc)
+                return
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for thread in readers:
+        thread.start()
+    try:
+        ids = [gm.remember(f"note {i} about the write-ahead log").id for i in range(20)]
+        info = gm.backup(tmp_path / "backup")
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join(timeout=60)
+    assert failures == []
+    assert not (gm.store.home / connection.WAL_FILE).exists(), "the last write checkpointed"
+    assert info.memories == 20
+    assert gm.stats().total == 20
+    assert gm.get(ids[-1]).content == "note 19 about the write-ahead log"
