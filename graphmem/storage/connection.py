@@ -69,7 +69,9 @@ class KuzuConnection:
         self._txn_thread: int | None = None
         self._prepared: dict[tuple[Any, ...], Any] = {}
         self._read_idle: list[kuzu.Connection] = []
-        self._read_gate = threading.Condition()  # guards the three fields below
+        self._read_gate = threading.Condition()  # guards _read_idle and the four fields below
+        self._read_tickets = 0  # reads that asked for a pooled connection, in order
+        self._reads_done = 0  # reads that finished (ticket t may start once t < done + 4)
         self._reading = 0  # reads in flight on pooled connections
         self._readers_paused_by: int | None = None  # the thread holding new reads back
         self.write_generation = 0  # bumped by every write, so read caches know they are stale
@@ -228,11 +230,24 @@ class KuzuConnection:
 
     @contextmanager
     def _pooled(self) -> Iterator[kuzu.Connection]:
+        """A pooled connection, in the order reads asked for one: a read that keeps coming back
+        cannot take the place of one that waits (with a plain semaphore it could, for good)."""
         with self._read_gate:
-            while self._readers_paused_by is not None or self._reading >= READ_CONNECTIONS:
-                self._read_gate.wait()
-            if self._db is None:
-                raise StorageError("store is closed", path=str(self.home))
+            ticket = self._read_tickets
+            self._read_tickets += 1
+            try:
+                while (
+                    self._readers_paused_by is not None
+                    or ticket >= self._reads_done + READ_CONNECTIONS
+                    or self._reading >= READ_CONNECTIONS
+                ):
+                    self._read_gate.wait()
+                if self._db is None:
+                    raise StorageError("store is closed", path=str(self.home))
+            except BaseException:  # the ticket is spent: it must not hold the ones after it
+                self._reads_done += 1
+                self._read_gate.notify_all()
+                raise
             conn = self._read_idle.pop() if self._read_idle else kuzu.Connection(self._db)
             self._reading += 1
         try:
@@ -241,6 +256,7 @@ class KuzuConnection:
             with self._read_gate:
                 self._read_idle.append(conn)
                 self._reading -= 1
+                self._reads_done += 1
                 self._read_gate.notify_all()
 
     def query_result(self, query: str, params: dict[str, Any] | None = None) -> kuzu.QueryResult:
@@ -323,8 +339,8 @@ class KuzuConnection:
 
     @contextmanager
     def _readers_paused(self) -> Iterator[None]:
-        """Wait for reads in flight and hold new ones back. Fair to the pausing thread: reads
-        that keep coming cannot starve it, as they could when it took read slots one by one."""
+        """Wait for reads in flight and hold new ones back; reads that keep coming cannot
+        starve the pausing thread."""
         me = threading.get_ident()
         with self._read_gate:
             nested = self._readers_paused_by == me
