@@ -15,6 +15,7 @@ ones back: when the log passes CHECKPOINT_WAL_BYTES, at a COPY's commit, for a b
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -46,6 +47,8 @@ _AUTO_TXN_ONLY = re.compile(
     r"^\s*CALL\s+(CREATE|DROP)_(FTS|VECTOR)_INDEX\s*\(\s*'(\w+)'\s*,\s*'(\w+)'", re.I
 )
 
+
+log = logging.getLogger("graphmem.storage")
 
 # Kùzu's file lock does not stop a second Database on the same file in the same process, which
 # would corrupt it; so this process keeps its own list.
@@ -274,8 +277,12 @@ class KuzuConnection:
             if self._in_txn:
                 yield
                 return
-            self.execute("BEGIN TRANSACTION READ ONLY" if read_only else "BEGIN TRANSACTION")
-            self._in_txn = True
+            self._in_txn = True  # first: `execute` checkpoints only outside a transaction
+            try:
+                self.execute("BEGIN TRANSACTION READ ONLY" if read_only else "BEGIN TRANSACTION")
+            except BaseException:
+                self._in_txn = False
+                raise
             self._txn_thread = threading.get_ident()
             try:
                 yield
@@ -330,12 +337,17 @@ class KuzuConnection:
                     raise StorageError(str(exc), query="CHECKPOINT") from exc
 
     def _checkpoint_if_due(self) -> None:
+        """After a write has committed: a failure here must not report the write as failed;
+        the log stays complete and the next write tries again."""
         try:
             due = (self.home / WAL_FILE).stat().st_size > CHECKPOINT_WAL_BYTES
         except OSError:  # no log: nothing written since the last checkpoint
             return
         if due:
-            self.checkpoint()
+            try:
+                self.checkpoint()
+            except StorageError as exc:
+                log.warning("checkpoint of %s failed, will retry: %s", self.home, exc)
 
     @contextmanager
     def _readers_paused(self) -> Iterator[None]:

@@ -232,3 +232,18 @@ def test_checkpoints_of_a_growing_log_and_of_a_backup_wait_for_reads_in_flight(
     assert info.memories == 20
     assert gm.stats().total == 20
     assert gm.get(ids[-1]).content == "note 19 about the write-ahead log"
+
+
+def test_a_log_left_past_the_threshold_is_checkpointed_after_the_next_commit_not_inside_it(
+    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(connection, "CHECKPOINT_WAL_BYTES", 1 << 40)
+    gm.remember_many([{"content": f"note {i} written while the log grows"} for i in range(3)])
+    wal = gm.store.home / connection.WAL_FILE
+    assert wal.stat().st_size > 0
+    monkeypatch.setattr(connection, "CHECKPOINT_WAL_BYTES", 0)
+    with gm.store.transaction():
+        assert wal.exists(), "no checkpoint inside the transaction"
+        gm.store.meta_set("probe", "1")
+    assert not wal.exists()
+    assert "checkpoint" not in caplog.text
