@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
-from graphmem.storage.keywords import MAX_SEGMENTS, KeywordIndex, query_terms
+from graphmem.storage.keywords import (
+    MAX_SEGMENTS,
+    KeywordIndex,
+    load_index,
+    query_terms,
+    save_index,
+)
 from graphmem.text import index_text, query_text
 
 
@@ -84,3 +91,28 @@ def test_an_empty_index_and_an_empty_text_find_nothing() -> None:
     assert index.search("anything", top=5) == []
     index.add(["a"], [None])
     assert index.search(query_text("anything"), top=5) == []
+
+
+def test_a_saved_index_finds_every_term_after_loading_and_still_takes_additions(
+    tmp_path: Path,
+) -> None:
+    texts = {
+        "a": "aardvark migration broke the billing service",
+        "b": "café résumé über naïve zebra",
+        "c": "PAY-123 fixed in v2 with a 502 retry",
+    }
+    save_index(_index(texts), tmp_path)
+    loaded = load_index(tmp_path)
+    for memory_id, text in texts.items():
+        for word in text.split():
+            if query_terms(query_text(word)):
+                assert memory_id in _ids(loaded, word), word
+    assert _ids(loaded, "unknownword") == []
+    (tmp_path / "again").mkdir()
+    save_index(loaded, tmp_path / "again")  # saved again without ever being unpacked
+    assert (tmp_path / "again" / "keywords.vocab").read_bytes() == (
+        tmp_path / "keywords.vocab"
+    ).read_bytes()
+    loaded.add(["d"], [index_text("zebra crossing")])
+    assert sorted(_ids(loaded, "zebra")) == ["b", "d"]
+    assert _ids(loaded, "aardvark") == ["a"]
