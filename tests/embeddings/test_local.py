@@ -146,3 +146,19 @@ def test_gelu_matches_the_exact_erf_formula_in_float32() -> None:
     assert np.abs(got - expected).max() / 12 < 2e-7  # a few float32 ulps of the input scale
     bias = np.linspace(-1, 1, 320, dtype=np.float32)
     np.testing.assert_allclose(kernels.gelu_(xs.copy(), bias), kernels.gelu_(xs + bias), atol=1e-7)
+
+
+def test_a_model_file_missing_a_layer_weight_fails_at_load_not_at_first_use(
+    tmp_path: Path,
+) -> None:
+    from safetensors.numpy import save_file
+
+    source = local.default_model_dir()
+    (tmp_path / "tokenizer.json").write_bytes((source / "tokenizer.json").read_bytes())
+    tensors = dict(local.map_tensors(source / "model.safetensors"))
+    del tensors["encoder.layer.5.output.dense.weight"]
+    save_file(
+        {k: np.ascontiguousarray(v) for k, v in tensors.items()}, tmp_path / "model.safetensors"
+    )
+    with pytest.raises(EmbeddingError, match="cannot load the local model"):
+        LocalEmbedder(tmp_path).load()
