@@ -247,3 +247,17 @@ def test_a_log_left_past_the_threshold_is_checkpointed_after_the_next_commit_not
         gm.store.meta_set("probe", "1")
     assert not wal.exists()
     assert "checkpoint" not in caplog.text
+
+
+def test_kuzu_page_cache_follows_the_store_size_within_what_kuzu_would_take(
+    tmp_path: Path,
+) -> None:
+    """Kùzu's default page cache is 80% of the machine's memory, set up at every open."""
+    assert connection.buffer_pool_bytes(tmp_path) == connection.MIN_BUFFER_POOL
+    with open(tmp_path / connection.DB_FILE, "wb") as db:
+        db.truncate(600 << 20)  # sparse: the size is what counts
+    assert connection.buffer_pool_bytes(tmp_path) == max(connection.MIN_BUFFER_POOL, 1800 << 20)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    with open(tmp_path / connection.DB_FILE, "wb") as db:
+        db.truncate(memory)
+    assert connection.buffer_pool_bytes(tmp_path) == 0, "Kùzu's own default, not more"
