@@ -83,30 +83,31 @@ class Weights:
 
         dim = get("embeddings.word_embeddings.weight").shape[1]
         scale = np.float32(1.0 / math.sqrt(dim // heads))
+        # every layer weight looked up now (views of the mapped file, nothing read), so a
+        # missing one fails at load, not at first use
+        found = [{k: w[f"encoder.layer.{i}.{k}"] for k in _LAYER_KEYS} for i in range(layers)]
 
-        def layer(i: int) -> Layer:
-            p = f"encoder.layer.{i}."
-            a = p + "attention."
-            q, k, v = (get(f"{a}self.{n}.weight") for n in ("query", "key", "value"))
-            w_out = get(a + "output.dense.weight")
+        def layer(t: Mapping[str, NDArray[np.generic]]) -> Layer:
+            def f32(key: str) -> F32:
+                return np.ascontiguousarray(t[key], dtype=np.float32)
+
+            q, k, v = (f32(f"attention.self.{n}.weight") for n in ("query", "key", "value"))
+            w_out = f32("attention.output.dense.weight")
             return Layer(
                 w_qkv=np.ascontiguousarray(np.concatenate([q * scale, k, v]).T),
-                b_q=get(a + "self.query.bias") * scale,
+                b_q=f32("attention.self.query.bias") * scale,
                 w_out=w_out.T,
-                b_out=get(a + "output.dense.bias") + w_out @ get(a + "self.value.bias"),
-                ln1_g=get(a + "output.LayerNorm.weight"),
-                ln1_b=get(a + "output.LayerNorm.bias"),
-                w_in=get(p + "intermediate.dense.weight").T,
-                b_in=get(p + "intermediate.dense.bias"),
-                w_ffn_out=get(p + "output.dense.weight").T,
-                b_ffn_out=get(p + "output.dense.bias"),
-                ln2_g=get(p + "output.LayerNorm.weight"),
-                ln2_b=get(p + "output.LayerNorm.bias"),
+                b_out=f32("attention.output.dense.bias") + w_out @ f32("attention.self.value.bias"),
+                ln1_g=f32("attention.output.LayerNorm.weight"),
+                ln1_b=f32("attention.output.LayerNorm.bias"),
+                w_in=f32("intermediate.dense.weight").T,
+                b_in=f32("intermediate.dense.bias"),
+                w_ffn_out=f32("output.dense.weight").T,
+                b_ffn_out=f32("output.dense.bias"),
+                ln2_g=f32("output.LayerNorm.weight"),
+                ln2_b=f32("output.LayerNorm.bias"),
             )
 
-        for i in range(layers):  # a missing weight is found now, not at first use
-            for name in _LAYER_KEYS:
-                w[f"encoder.layer.{i}.{name}"]
         return cls(
             word=get("embeddings.word_embeddings.weight"),
             position=get("embeddings.position_embeddings.weight")
@@ -114,7 +115,7 @@ class Weights:
             ln_g=get("embeddings.LayerNorm.weight"),
             ln_b=get("embeddings.LayerNorm.bias"),
             heads=heads,
-            build_layers=lambda: tuple(layer(i) for i in range(layers)),
+            build_layers=lambda: tuple(layer(t) for t in found),
         )
 
 

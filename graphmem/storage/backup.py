@@ -14,7 +14,7 @@ from pathlib import Path
 
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.models import BackupInfo, utcnow
-from graphmem.storage.connection import DB_FILE, WAL_FILE
+from graphmem.storage.connection import DB_FILE, WAL_FILE, WAL_SUFFIX
 from graphmem.storage.store import KuzuStore
 
 MANIFEST = "manifest.json"
@@ -84,6 +84,6 @@ def restore_files(backup: Path, home: Path) -> Path | None:
         current.rename(kept)
         wal = home / WAL_FILE
         if wal.exists():
-            wal.rename(kept.with_name(kept.name + ".wal"))
+            wal.rename(kept.with_name(kept.name + WAL_SUFFIX))
     shutil.copy2(source, current)
     return kept

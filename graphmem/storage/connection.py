@@ -36,7 +36,8 @@ from graphmem.models import CypherResult, DbStatus, MigrationInfo, utcnow
 from graphmem.schema import Migration, migrations
 
 DB_FILE = "graph.kuzu"
-WAL_FILE = DB_FILE + ".wal"
+WAL_SUFFIX = ".wal"
+WAL_FILE = DB_FILE + WAL_SUFFIX
 READ_CONNECTIONS = 4  # reads run beside the one writer, each on its own connection
 CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024  # Kùzu's own default threshold
 MIN_BUFFER_POOL = 1 << 30

@@ -272,12 +272,14 @@ class SortedVocab(Sequence[str]):
 
     def __init__(self, blob: bytes) -> None:
         self.blob = blob
-        ends = np.flatnonzero(np.frombuffer(blob, np.uint8) == ord("\n"))
-        self._starts = np.concatenate([[0], ends + 1]) if blob else np.zeros(0, np.int64)
-        self._ends = np.concatenate([ends, [len(blob)]]) if blob else np.zeros(0, np.int64)
+        # term i is blob[starts[i] : starts[i + 1] - 1]: each ends one byte before the next
+        newlines = np.flatnonzero(np.frombuffer(blob, np.uint8) == ord("\n"))
+        self._starts = (
+            np.concatenate([[0], newlines + 1, [len(blob) + 1]]) if blob else np.zeros(1, np.int64)
+        )
 
     def __len__(self) -> int:
-        return len(self._starts)
+        return len(self._starts) - 1
 
     @overload
     def __getitem__(self, at: int) -> str: ...
@@ -288,7 +290,8 @@ class SortedVocab(Sequence[str]):
             return [self[i] for i in range(*at.indices(len(self)))]
         if not -len(self) <= at < len(self):
             raise IndexError(at)
-        return self.blob[self._starts[at] : self._ends[at]].decode("utf-8")
+        at %= len(self)
+        return self.blob[self._starts[at] : self._starts[at + 1] - 1].decode("utf-8")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.blob.decode("utf-8").split("\n") if self.blob else [])

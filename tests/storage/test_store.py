@@ -9,7 +9,8 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -170,32 +171,43 @@ def test_cypher_write_with_write_flag_changes_the_store(gm: GraphMemory) -> None
     assert gm.stats().by_lifecycle == {"canonical": 1}
 
 
-def test_a_large_batch_commits_while_other_threads_keep_reading(gm: GraphMemory) -> None:
-    """Big batches COPY their vectors, and Kùzu checkpoints at such a commit: it must wait
-    for reads in flight instead of timing out while they run."""
-    gm.remember("seed note about queues")
+@contextmanager
+def reading_meanwhile(read: Callable[[], object]) -> Iterator[list[BaseException]]:
+    """Four threads call `read` without pause until the block ends; yields what they raised."""
     stop = threading.Event()
     failures: list[BaseException] = []
 
-    def read() -> None:
+    def keep_reading() -> None:
         while not stop.is_set():
             try:
-                gm.recall("queues", limit=3)
-                gm.store.read("MATCH (m:Memory) RETURN m.id, m.content, m.search_text")
+                read()
             except BaseException as exc:
                 failures.append(exc)
                 return
 
-    readers = [threading.Thread(target=read) for _ in range(4)]
+    readers = [threading.Thread(target=keep_reading) for _ in range(4)]
     for thread in readers:
         thread.start()
     try:
-        for batch in range(3):
-            gm.remember_many([{"content": f"batch {batch} note {i}"} for i in range(300)])
+        yield failures
     finally:
         stop.set()
         for thread in readers:
             thread.join(timeout=60)
+
+
+def test_a_large_batch_commits_while_other_threads_keep_reading(gm: GraphMemory) -> None:
+    """Big batches COPY their vectors, and Kùzu checkpoints at such a commit: it must wait
+    for reads in flight instead of timing out while they run."""
+    gm.remember("seed note about queues")
+
+    def read() -> None:
+        gm.recall("queues", limit=3)
+        gm.store.read("MATCH (m:Memory) RETURN m.id, m.content, m.search_text")
+
+    with reading_meanwhile(read) as failures:
+        for batch in range(3):
+            gm.remember_many([{"content": f"batch {batch} note {i}"} for i in range(300)])
     assert failures == []
     assert gm.stats().vectors == 901
 
@@ -206,27 +218,13 @@ def test_checkpoints_of_a_growing_log_and_of_a_backup_wait_for_reads_in_flight(
     """Kùzu 0.11.3 deadlocks when it checkpoints beside a read and then drops the commit.
     With the threshold at zero every write checkpoints, while four threads keep reading."""
     monkeypatch.setattr(connection, "CHECKPOINT_WAL_BYTES", 0)
-    stop = threading.Event()
-    failures: list[BaseException] = []
 
     def read() -> None:
-        while not stop.is_set():
-            try:
-                gm.store.read("MATCH (m:Memory) WHERE m.content <> $x RETURN count(*)", {"x": ""})
-            except BaseException as exc:
-                failures.append(exc)
-                return
+        gm.store.read("MATCH (m:Memory) WHERE m.content <> $x RETURN count(*)", {"x": ""})
 
-    readers = [threading.Thread(target=read) for _ in range(4)]
-    for thread in readers:
-        thread.start()
-    try:
+    with reading_meanwhile(read) as failures:
         ids = [gm.remember(f"note {i} about the write-ahead log").id for i in range(20)]
         info = gm.backup(tmp_path / "backup")
-    finally:
-        stop.set()
-        for thread in readers:
-            thread.join(timeout=60)
     assert failures == []
     assert not (gm.store.home / connection.WAL_FILE).exists(), "the last write checkpointed"
     assert info.memories == 20
