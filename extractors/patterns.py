@@ -71,6 +71,10 @@ _INSTALL_RE = re.compile(
     r"(?:[=<>~!]=?\S*)?",
 )
 _ACRONYM_RE = re.compile(r"\b[A-Z][A-Z0-9]{1,5}s?\b(?!-\d)")
+_QUOTED_RE = re.compile(r'["\u201c](?P<title>[A-Z0-9][^"\u201d\n]{0,79})["\u201d]')
+_TITLE_SMALL_WORDS = frozenset(
+    {"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "with"}
+)
 _SPEAKER_RE = re.compile(r"(?m)^[ \t]*(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?):[ \t]")
 
 _NOT_ACRONYMS = frozenset({"OK", "AM", "PM", "I", "A"})
@@ -213,6 +217,20 @@ def _soft(text: str) -> Found:
         yield mention(start, end, text[start:end], "person", SOFT)
 
 
+def _titles(text: str) -> Found:
+    """A quoted name in title case ("The Name of the Wind", "Dune") is a work: a book, film,
+    song or show. The small model labels such names as people or organisations, or misses them."""
+    for m in _QUOTED_RE.finditer(text):
+        title = m.group("title")
+        words = title.split()
+        if not 1 <= len(words) <= 8 or title[-1] in ".!?,;:":
+            continue
+        if len(words) == 1 and words[0].lower() in PRONOUNS | TRIM_WORDS:
+            continue
+        if all(w[0].isupper() or not w[0].isalpha() or w in _TITLE_SMALL_WORDS for w in words):
+            yield mention(m.start("title"), m.end("title"), title, "product", PATTERN)
+
+
 def speaker_spans(text: str) -> list[tuple[int, int]]:
     """Where a chat turn names its speaker ("Caroline: I went ..."), one per line at most."""
     spans = []
@@ -223,7 +241,7 @@ def speaker_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-_FINDERS = (_known, _versioned, _paths, _tickets_and_env, _http, _versions, _services)
+_FINDERS = (_known, _versioned, _paths, _tickets_and_env, _http, _versions, _services, _titles)
 
 
 def find_patterns(text: str) -> list[Mention]:

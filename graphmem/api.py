@@ -129,6 +129,7 @@ class GraphAPI(Protocol):
         filters: Filters = None,
         damping: float = 0.85,
         graph_weight: float = 0.1,
+        answer_weight: float = 0.3,
     ) -> MultiHopResult: ...
 
     def wait_for_extraction(self, timeout: float | None = None) -> bool: ...

@@ -17,20 +17,15 @@ import numpy as np
 
 from graphmem.graph.models import PathStep
 from graphmem.models import Memory
+from graphmem.recall.query import asked_labels, parse_names, verb_lemmas
 from graphmem.storage.store import KuzuStore
 
 MAX_MEMORIES = 1500  # memories the walk may gather
+MAX_KIND_MEMORIES = 40  # the answer hop's limit on memories naming a thing of the asked kind
+VERB_FACT_SHARE = 1 / 3  # a fact with the question's verb, against a thing of the asked kind
 HUB_MENTIONS = (
     60  # an entity named by more memories than this is not expanded (it links everything)
 )
-
-
-@dataclass
-class Walked:
-    memory_id: str
-    score: float
-    hops: int
-    nodes: list[str]  # the cheapest path from a seed, as graph nodes
 
 
 @dataclass
@@ -120,26 +115,61 @@ def _session_pairs(store: KuzuStore, memory_ids: Sequence[str]) -> list[tuple[st
     return pairs
 
 
-def rank(sub: Subgraph, seeds: Mapping[str, float], *, damping: float) -> list[Walked]:
-    """Personalised PageRank from the seeds (weighted by their recall score), memories only,
-    each with the cheapest path from a seed (strong edges are cheap)."""
+def rank(sub: Subgraph, seeds: Mapping[str, float], *, damping: float) -> dict[str, float]:
+    """Personalised PageRank from the seeds (weighted by their recall score), memories only."""
     graph = sub.graph
     if graph.number_of_edges() == 0:
-        return [Walked(m, s, 0, [_m(m)]) for m, s in sorted(seeds.items(), key=lambda kv: -kv[1])]
+        return dict(seeds)
     total = sum(max(s, 1e-9) for s in seeds.values())
     personal = {_m(m): max(s, 1e-9) / total for m, s in seeds.items() if _m(m) in graph}
     scores = personalised_pagerank(graph, personal, damping=damping)
+    return {node[2:]: score for node, score in scores.items() if node.startswith("m:")}
+
+
+def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The cheapest path (strong edges are cheap) from a seed to each memory, as graph nodes."""
+    sources = {_m(m) for m in seeds if _m(m) in sub.graph}
+    if not sources:
+        return {}
     _, paths = nx.multi_source_dijkstra(
-        graph, set(personal), weight=lambda _a, _b, edge: 1.0 / edge["weight"]
+        sub.graph, sources, weight=lambda _a, _b, edge: 1.0 / edge["weight"]
     )
-    walked = []
-    for node, score in scores.items():
-        if node.startswith("m:"):
-            path = paths.get(node, [node])
-            hops = sum(1 for n in path[1:] if n.startswith("m:"))
-            walked.append(Walked(node[2:], float(score), hops, path))
-    walked.sort(key=lambda w: w.score, reverse=True)
-    return walked
+    return {m: paths[_m(m)] for m in memory_ids if _m(m) in paths}
+
+
+def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
+    """Memories that hold a clue to a question about people, with its strength (0..1):
+
+    - a thing of the kind the question asks for, named beside a person it names ("Which cities
+      has John visited?": John's memories that name a place), unless more than
+      `MAX_KIND_MEMORIES` memories do (then the kind tells nothing);
+    - a fact whose subject is such a person and whose verb is one of the question's
+      ("john -visit-> chicago"), at `VERB_FACT_SHARE`.
+
+    A list question's answers are spread over memories that share neither words nor much
+    meaning with it; the entity labels and the fact verbs are what they share. Each clue is
+    linked into the subgraph, so the hit's path shows it. Measured on LoCoMo dev:
+    docs/recall.md#multi-hop-recall."""
+    people = parse_names(query)
+    if not people:
+        return {}
+    clues: dict[str, float] = {}
+    labels = asked_labels(query)
+    things = store.things_mentioned_with(people, labels, limit=MAX_MEMORIES) if labels else []
+    if len({memory_id for memory_id, *_ in things}) <= MAX_KIND_MEMORIES:
+        for memory_id, person, thing, name in things:
+            sub.names[_e(thing)] = name
+            sub.link(_m(memory_id), _e(person), "mentions", 1.0)
+            sub.link(_m(memory_id), _e(thing), "mentions", 1.0)
+            clues[memory_id] = 1.0
+    facts = store.facts_of_people(people, verb_lemmas(query, set(people)), limit=MAX_MEMORIES)
+    for memory_id, person, predicate, obj, name in facts:
+        sub.names[_e(obj)] = name
+        sub.link(_e(person), _e(obj), predicate, 1.0)
+        sub.link(_m(memory_id), _e(obj), "mentions", 1.0)
+    for memory_id in {memory_id for memory_id, *_ in facts}:
+        clues[memory_id] = clues.get(memory_id, 0.0) + VERB_FACT_SHARE
+    return clues
 
 
 def personalised_pagerank(
@@ -177,17 +207,23 @@ def fuse(
     walked: Mapping[str, float],
     seeds: set[str],
     weight: float,
+    clues: Mapping[str, float] | None = None,
+    clue_weight: float = 0.0,
 ) -> dict[str, float]:
     """Recall score (scaled to the best hit) plus `weight` x PageRank (scaled to the best
-    memory the walk reached that was not a seed; seeds themselves are capped at 1).
+    memory the walk reached that was not a seed; seeds themselves are capped at 1), plus
+    `clue_weight` x the strength of the answer hop's clue in the memory.
 
     Tuned on LoCoMo dev (docs/recall.md#multi-hop-recall): ranking by PageRank alone lost to
     hybrid recall; this sum gained in every category but one."""
+    clues = clues or {}
     top = max(recalled.values(), default=1.0) or 1.0
     reached = max((s for m, s in walked.items() if m not in seeds), default=0.0) or 1.0
     return {
-        m: recalled.get(m, 0.0) / top + weight * min(walked.get(m, 0.0) / reached, 1.0)
-        for m in set(recalled) | set(walked)
+        m: recalled.get(m, 0.0) / top
+        + weight * min(walked.get(m, 0.0) / reached, 1.0)
+        + clue_weight * clues.get(m, 0.0)
+        for m in set(recalled) | set(walked) | set(clues)
     }
 
 

@@ -169,6 +169,7 @@ class GraphOps:
         filters: Filters = None,
         damping: float = 0.85,
         graph_weight: float = 0.1,
+        answer_weight: float = 0.3,
     ) -> MultiHopResult:
         """Seeds from hybrid recall, a walk over their entities, facts, supersession and session
         neighbours, personalised PageRank over what it reached, fused with the recall scores;
@@ -184,31 +185,39 @@ class GraphOps:
             raise InvalidInput("damping must be between 0 and 1", damping=damping)
         if not 0.0 <= graph_weight <= 10.0:
             raise InvalidInput("graph_weight must be between 0 and 10", graph_weight=graph_weight)
+        if not 0.0 <= answer_weight <= 10.0:
+            raise InvalidInput(
+                "answer_weight must be between 0 and 10", answer_weight=answer_weight
+            )
         recalled = self.recall(query, limit=max(POOL, limit, seed_k), filters=filters)
         if not recalled.hits:
             return MultiHopResult(query=query, warnings=recalled.warnings)
         seeds = {h.memory.id: h.score for h in recalled.hits[:seed_k]}
         sub = multihop.gather(self.store, list(seeds), max_hops=max_hops)
-        walked = {w.memory_id: w for w in multihop.rank(sub, seeds, damping=damping)}
+        walked = multihop.rank(sub, seeds, damping=damping)
+        clues = multihop.answer_hop(self.store, query, sub) if max_hops else {}
         scores = multihop.fuse(
             {h.memory.id: h.score for h in recalled.hits},
-            {m: w.score for m, w in walked.items()},
+            walked,
             set(seeds),
             graph_weight,
+            clues,
+            answer_weight,
         )
         known = {h.memory.id: h for h in recalled.hits}
         reached = [m for m in scores if m not in known]
         allowed = set(known) | self._allowed(filters, reached)
         top = [m for m in sorted(scores, key=lambda m: -scores[m]) if m in allowed][:limit]
-        on_paths = {n[2:] for m in top if m in walked for n in walked[m].nodes if n[:2] == "m:"}
+        paths = multihop.trace(sub, list(seeds), top)
+        on_paths = {n[2:] for nodes in paths.values() for n in nodes if n[:2] == "m:"}
         memories = {h.memory.id: h.memory for h in recalled.hits}
         memories |= self.store.get_memories(sorted((on_paths | set(top)) - set(memories)))
         hits = []
         for memory_id in top:
             if memory_id not in memories:
                 continue
-            w = walked.get(memory_id)
-            steps = multihop.render(sub, w.nodes, memories) if w else []
+            nodes = paths.get(memory_id)
+            steps = multihop.render(sub, nodes, memories) if nodes else []
             hit = known.get(memory_id)
             hits.append(
                 MultiHopHit(
@@ -216,7 +225,7 @@ class GraphOps:
                     score=round(scores[memory_id], 6),
                     superseded_by=hit.superseded_by if hit else None,
                     seed=memory_id in seeds,
-                    hops=w.hops if w else None,
+                    hops=sum(n[:2] == "m:" for n in nodes[1:]) if nodes else None,
                     path=steps,
                     path_text=multihop.path_text(steps),
                 )

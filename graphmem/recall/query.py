@@ -123,3 +123,72 @@ def embedding_text(text: str, speakers: Callable[[], AbstractSet[str]]) -> str:
 
 def parse_query(text: str) -> ParsedQuery:
     return ParsedQuery(text=text, names=parse_names(text), dates=parse_dates(text))
+
+
+# the kind of thing a question asks for, as the extractors' entity labels
+_ASKED = (
+    (
+        "place",
+        re.compile(
+            r"\bwhere\b|\b(?:cit(?:y|ies)|countr(?:y|ies)|places?|locations?|areas?|states?|"
+            r"regions?|destinations?)\b",
+            re.I,
+        ),
+    ),
+    (
+        "product",
+        re.compile(
+            r"\b(?:books?|novels?|movies?|films?|series|shows?|songs?|albums?|screenplays?)\b",
+            re.I,
+        ),
+    ),
+    ("person", re.compile(r"\bwho\b|\b(?:authors?|artists?|bands?|players?)\b", re.I)),
+)
+
+
+def asked_labels(text: str) -> list[str]:
+    """Entity labels the question asks for: "Which cities has John visited?" wants places.
+    Multi-hop recall walks from the people it names to memories that mention such a thing."""
+    return [label for label, pattern in _ASKED if pattern.search(text)]
+
+
+_IRREGULAR_VERBS = {
+    "began": "begin", "begun": "begin", "bought": "buy", "brought": "bring", "built": "build",
+    "chose": "choose", "chosen": "choose", "did": "do", "done": "do", "drawn": "draw",
+    "drew": "draw", "drove": "drive", "driven": "drive", "ate": "eat", "eaten": "eat",
+    "felt": "feel", "found": "find", "flew": "fly", "flown": "fly", "gave": "give",
+    "given": "give", "got": "get", "gotten": "get", "went": "go", "gone": "go", "grew": "grow",
+    "grown": "grow", "heard": "hear", "held": "hold", "kept": "keep", "knew": "know",
+    "known": "know", "left": "leave", "lost": "lose", "made": "make", "met": "meet",
+    "paid": "pay", "ran": "run", "said": "say", "saw": "see", "seen": "see", "sold": "sell",
+    "sent": "send", "sang": "sing", "sung": "sing", "spent": "spend", "swam": "swim",
+    "swum": "swim", "took": "take", "taken": "take", "taught": "teach", "told": "tell",
+    "thought": "think", "wore": "wear", "worn": "wear", "won": "win", "wrote": "write",
+    "written": "write",
+}  # fmt: skip
+_LIGHT_VERBS = frozenset({"do", "have", "be", "get"})
+
+
+def verb_lemmas(text: str, names: AbstractSet[str] = frozenset()) -> list[str]:
+    """Every base form the question's words could have as verbs ("visited" -> "visit",
+    "volunteering" -> "volunteer", "seen" -> "see"), for matching the extractors' fact
+    predicates, which are spaCy lemmas ("visit", "go_to"). Guessing several forms a word is
+    cheaper than a tagger, and a form no predicate has matches nothing."""
+    forms: dict[str, None] = {}
+    for word in content_terms(text):
+        if word in names or not word.isalpha():
+            continue
+        candidates = [word, _IRREGULAR_VERBS.get(word, word)]
+        for suffix in ("ing", "ed", "es", "s", "d"):
+            stem = word.removesuffix(suffix)
+            if stem == word or len(stem) < 2:
+                continue
+            candidates.append(stem)
+            if suffix in ("ing", "ed"):
+                candidates.append(stem + "e")  # "liked" -> "like"
+                if len(stem) > 2 and stem[-1] == stem[-2]:
+                    candidates.append(stem[:-1])  # "submitted" -> "submit"
+        if word.endswith(("ies", "ied")):
+            candidates.append(word[:-3] + "y")
+        forms.update(dict.fromkeys(c for c in candidates if c not in _LIGHT_VERBS))
+    return list(forms)

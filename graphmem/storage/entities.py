@@ -360,6 +360,46 @@ class EntityRepository(KnowledgeRepository):
             )
         ]
 
+    def things_mentioned_with(
+        self, people: Sequence[str], labels: Sequence[str], *, limit: int
+    ) -> list[tuple[str, str, str, str]]:
+        """(memory id, person id, entity id, entity name): live memories that name one of the
+        people (person entities, by norm or alias) beside an entity with one of the labels."""
+        ids = list(self.resolve_norms(people).values())
+        if not ids or not labels:
+            return []
+        return [
+            (r[0], r[1], r[2], r[3])
+            for r in self.read(
+                "MATCH (p:Entity)<-[:MENTIONS]-(m:Memory)-[:MENTIONS]->(x:Entity) "
+                "WHERE p.id IN $people AND p.label = 'person' AND x.label IN $labels "
+                "AND NOT x.id IN $people AND m.lifecycle <> 'archived' "
+                "RETURN m.id, p.id, x.id, x.name LIMIT $limit",
+                {"people": ids, "labels": list(labels), "limit": limit},
+            )
+        ]
+
+    def facts_of_people(
+        self, people: Sequence[str], verbs: Sequence[str], *, limit: int
+    ) -> list[tuple[str, str, str, str, str]]:
+        """(memory id, person id, predicate, object id, object name): facts whose subject is one
+        of the people and whose predicate starts with one of the verbs ("visit", "go" of
+        "go_to"), with the live memories they were extracted from."""
+        ids = list(self.resolve_norms(people).values())
+        if not ids or not verbs:
+            return []
+        return [
+            (r[0], r[1], r[2], r[3], r[4])
+            for r in self.read(
+                "MATCH (p:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity), "
+                "(f)-[:EXTRACTED_FROM]->(m:Memory) "
+                "WHERE p.id IN $people AND p.label = 'person' "
+                "AND split_part(f.predicate, '_', 1) IN $verbs AND m.lifecycle <> 'archived' "
+                "RETURN m.id, p.id, f.predicate, o.id, o.name LIMIT $limit",
+                {"people": ids, "verbs": list(verbs), "limit": limit},
+            )
+        ]
+
     def facts_between(self, entity_ids: Sequence[str]) -> list[tuple[str, str, str, str]]:
         """(subject id, predicate, object id, fact id) for facts touching the entities."""
         if not entity_ids:

@@ -82,3 +82,19 @@ def test_capitalised_runs_inside_a_sentence_are_entities(rules_extractor: SpacyE
 def test_a_new_sentence_starts_a_new_subject(rules_extractor: SpacyExtractor) -> None:
     [extraction] = rules_extractor.extract(["The auth-api uses Redis. Kafka caused the lag."])
     assert triples(extraction) == {("auth-api", "uses", "redis"), ("kafka", "caused", "lag")}
+
+
+@pytest.mark.parametrize(
+    ("text", "works"),
+    [
+        ('Tim: Have you read "The Name of the Wind" by Patrick Rothfuss?', {"name of the wind"}),
+        ("We watched \u201cLittle Women\u201d on Friday.", {"little women"}),
+        ('The log said "connection refused by upstream" again.', set()),  # not title case
+        ('John: I saw "That" twice!', set()),  # a lone pronoun is no title
+    ],
+)
+def test_a_quoted_title_is_a_work(
+    rules_extractor: SpacyExtractor, text: str, works: set[str]
+) -> None:
+    [extraction] = rules_extractor.extract([text])
+    assert {norm for norm, label in labels(extraction).items() if label == "product"} == works

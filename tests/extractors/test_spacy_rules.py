@@ -120,6 +120,17 @@ def test_engineering_patterns_outrank_the_statistical_ner(
     assert found["pgbouncer"] == "identifier"
 
 
+def test_a_quoted_title_outranks_the_statistical_ner(model_extractor: SpacyExtractor) -> None:
+    # the small model reads "Alchemist" as an ORG and "Charlotte" as a GPE
+    texts = [
+        'John: I recently finished rereading "The Alchemist" - it was really inspiring.',
+        'Tim: I loved reading "Charlotte\'s Web" as a kid.',
+    ]
+    first, second = model_extractor.extract(texts)
+    assert labels(first)["alchemist"] == "product"
+    assert labels(second)["charlotte's web"] == "product" and "charlotte" not in labels(second)
+
+
 def test_pronouns_and_negated_verbs_give_no_facts(model_extractor: SpacyExtractor) -> None:
     fixed, negated = model_extractor.extract(
         ["We fixed it yesterday.", "The billing-service does not use Redis."]

@@ -11,6 +11,8 @@ import pytest
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound
+from graphmem.graph import multihop
+from graphmem.graph.multihop import Subgraph
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
 
@@ -166,3 +168,39 @@ def test_multihop_refuses_out_of_range_arguments(
 ) -> None:
     with pytest.raises(InvalidInput):
         oneshot.recall_multihop("anything", **bad)  # type: ignore[arg-type]
+
+
+CHAT = [
+    ("Tim", "Books are my escape after a long week."),
+    ("Tim", "I read on the train every morning, it is a habit now."),
+    ("Tim", 'Finally finished "The Name of the Wind" and I am still thinking about it.'),
+    ("John", "The gym was packed today, everyone training for the season."),
+    ("Tim", "The bookshop on the corner has a reading club on Fridays."),
+    ("Tim", 'Staying up late with "Dune" again, the sandworms are wild.'),
+    ("John", "I read the team report before practice."),
+]
+
+
+def test_multihop_walks_from_the_person_asked_about_to_the_kind_of_thing_asked_for(
+    oneshot: GraphMemory,
+) -> None:
+    stored = oneshot.remember_many(
+        [{"content": f"{who}: {text}", "session_id": f"s{i}"} for i, (who, text) in enumerate(CHAT)]
+    )
+    oneshot.index_triples()
+    titles = {stored[2].id, stored[5].id}  # name a book without saying "book" or "read"
+
+    clues = multihop.answer_hop(oneshot.store, "What books has Tim read?", Subgraph())
+    # "Tim read ... on the train": a fact with the question's verb, a weaker clue
+    assert clues == {**dict.fromkeys(titles, 1.0), stored[1].id: multihop.VERB_FACT_SHARE}
+    assert multihop.answer_hop(oneshot.store, "What does Tim do?", Subgraph()) == {}
+
+    def ranks(answer_weight: float) -> list[str]:
+        result = oneshot.recall_multihop("What books has Tim read?", answer_weight=answer_weight)
+        return [h.memory.id for h in result.hits]
+
+    hop, plain = ranks(0.3), ranks(0.0)
+    assert all(hop.index(m) < plain.index(m) for m in titles)
+    reached = oneshot.recall_multihop("What books has Tim read?", seed_k=1).hits
+    path = next(h.path_text for h in reached if h.memory.id == stored[2].id)
+    assert "-mentions-> Tim <-mentions- Tim: Finally finished" in path

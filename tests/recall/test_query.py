@@ -6,7 +6,14 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from graphmem.recall.query import DateSpan, embedding_text, parse_dates, parse_names, parse_query
+from graphmem.recall.query import (
+    DateSpan,
+    asked_labels,
+    embedding_text,
+    parse_dates,
+    parse_names,
+    parse_query,
+)
 
 
 @pytest.mark.parametrize(
@@ -87,3 +94,20 @@ def test_embedding_text_asks_for_speakers_only_when_the_query_names_someone() ->
         raise AssertionError("speakers looked up for a query without names")
 
     assert embedding_text("why did the deploy fail", fail) == "why did the deploy fail"
+
+
+@pytest.mark.parametrize(
+    ("question", "labels"),
+    [
+        ("Which cities has John visited?", ["place"]),
+        ("Where did Caroline move from?", ["place"]),
+        ("What books has Tim read?", ["product"]),
+        ("Who did John go to yoga with?", ["person"]),
+        ("What authors has Tim read books from?", ["product", "person"]),
+        ("What does Melanie do to destress?", []),
+    ],
+)
+def test_asked_labels_name_the_kind_of_thing_a_question_wants(
+    question: str, labels: list[str]
+) -> None:
+    assert asked_labels(question) == labels
