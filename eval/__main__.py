@@ -20,6 +20,13 @@ def _write(payload: object, out: Path | None) -> None:
     print(text)
 
 
+ALL_SYSTEMS = ["hybrid", "graph", "bm25", "vector"]
+
+
+def _systems(arg: str) -> list[str]:
+    return ALL_SYSTEMS if arg == "all" else arg.split(",")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -62,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     extract.add_argument("--extractor", default="spacy", help="spacy | rules | llm")
     extract.add_argument("--batch", type=int, default=1_000, help="texts per extract() call")
     extract.add_argument("--out", type=Path)
-    systems_help = "recipe name(s) or 'graph', comma-separated"
+    systems_help = "recipe name(s) or 'graph', comma-separated; 'all' = hybrid,graph,bm25,vector"
     lme = sub.add_parser("longmemeval", help="LongMemEval _S session recall and nDCG @5/10")
     lme.add_argument(
         "--data",
@@ -126,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("longmemeval", "beir"):
         from eval import beir, longmemeval
 
-        systems = args.system.split(",")
+        systems = _systems(args.system)
         progress = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
         if args.command == "longmemeval":
             results = longmemeval.run(
@@ -147,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         part = suite.QUICK if args.quick else suite.FULL
         results = suite.run_suite(
             suite.Paths.under(args.bench), embedder=embedder, part=part,
-            locomo_systems=None if args.quick else ["hybrid", "graph", "bm25", "vector"],
+            locomo_systems=None if args.quick else ALL_SYSTEMS,
             progress=lambda msg: print(msg, file=sys.stderr),
         )  # fmt: skip
         out = args.out or Path(f"eval/results/all{'_quick' if args.quick else ''}.json")
@@ -159,11 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "locomo":
         from eval.locomo import run
 
-        systems = (
-            ["hybrid", "graph", "bm25", "vector"]
-            if args.system == "all"
-            else args.system.split(",")
-        )
+        systems = _systems(args.system)
         results = run(
             args.data,
             systems,

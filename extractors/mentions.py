@@ -8,12 +8,13 @@ higher-ranked spans ("JWT tokens" holds "JWT") and are kept unless their head wo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .base import ExtractedEntity
 from .normalise import normalise
-from .vocabulary import PRONOUNS, TRIM_WORDS
+from .vocabulary import CHAT_WORDS, PRONOUNS, TRIM_WORDS
 
 PATTERN, NER, SOFT, PHRASE = 4, 3, 2, 1
 
@@ -64,10 +65,31 @@ def mention(
     head: tuple[int, int] | None = None,
 ) -> Mention | None:
     """A mention, or None when the name normalises to nothing worth a node."""
+    if rank < PATTERN:
+        lead = _chat_lead(name)
+        start, name = start + lead, name[lead:].rstrip(" \t:;,")
+        end = min(end, start + len(name))
+        if all(w.strip(",.!?") in CHAT_WORDS for w in name.lower().split()):
+            return None
     norm = normalise(name)
     if not worth_a_node(norm):
         return None
     return Mention(start, end, name.strip(), label, rank, norm, anchor, head)
+
+
+_SPEAKER_LEAD = re.compile(r"[A-Z][a-z]+(?: [A-Z][a-z]+)?:\s+|[\s:;,.!?-]+")
+_WORD_LEAD = re.compile(r"([\w']+)[\s,!.]+")
+
+
+def _chat_lead(name: str) -> int:
+    """How much of a name is a chat turn's lead-in: "Tim: Hey John" names John. The small
+    model's noun chunks and capitalised runs cross the speaker's colon and the greeting."""
+    at = 0
+    while True:
+        m = _SPEAKER_LEAD.match(name, at) or _WORD_LEAD.match(name, at)
+        if m is None or (m.re is _WORD_LEAD and m.group(1).lower() not in CHAT_WORDS):
+            return at
+        at = m.end()
 
 
 MAX_NAME = 120  # longer is a pasted blob (a log line, a hash run), not a name

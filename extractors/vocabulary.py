@@ -55,6 +55,16 @@ PRONOUNS = words(
     """
 )
 
+# chat words that name nothing: greetings, thanks, exclamations, contractions of pronouns
+CHAT_WORDS = words(
+    """
+    thanks thank thx sorry please hey hi hello hiya bye goodbye wow woah whoa woohoo yay yeah yep
+    yup yes no nope oh ooh ah aw aww awesome cool congrats congratulations ok okay lol haha hmm
+    omg ugh oops i'm i've i'd i'll you're you've you'd you'll we're we've we'd we'll they're
+    they've it's that's let's
+    """
+)
+
 # determiners and quantifiers trimmed from the edges of a phrase
 TRIM_WORDS = words(
     """

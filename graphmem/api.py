@@ -128,7 +128,7 @@ class GraphAPI(Protocol):
         limit: int = 10,
         filters: Filters = None,
         damping: float = 0.85,
-        graph_weight: float = 0.1,
+        graph_weight: float = 0.02,
         answer_weight: float = 0.3,
     ) -> MultiHopResult: ...
 

@@ -168,7 +168,7 @@ class GraphOps:
         limit: int = 10,
         filters: Filters = None,
         damping: float = 0.85,
-        graph_weight: float = 0.1,
+        graph_weight: float = 0.02,
         answer_weight: float = 0.3,
     ) -> MultiHopResult:
         """Seeds from hybrid recall, a walk over their entities, facts, supersession and session

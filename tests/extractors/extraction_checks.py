@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphmem.extractors import Extraction, normalise
+from graphmem.extractors import Extraction, Extractor, normalise
 
 Triple = tuple[str, str, str]
 
@@ -59,3 +59,18 @@ SHARED_GOLDEN: list[tuple[str, dict[str, str], set[tuple[str, str, str]]]] = [
         },
     ),
 ]
+
+
+# chat turns: greetings, thanks and the speaker's colon name nothing
+CHAT_TURNS = [
+    ("Tim: Hey John, how are you?", {"tim", "john"}),
+    ("Tim: Woohoo, congrats on the new team!", {"tim", "new team"}),
+    ("John: Thanks! I'm excited.", {"john"}),
+    ("Maria: Sorry to hear that, John. Is there anything on your mind?", {"maria", "john", "mind"}),
+]
+
+
+def assert_chat_turns_name_people_not_greetings(extractor: Extractor) -> None:
+    extractions = extractor.extract([text for text, _ in CHAT_TURNS])
+    assert [set(labels(x)) for x in extractions] == [names for _, names in CHAT_TURNS]
+    assert not [e.name for x in extractions for e in x.entities if ":" in e.name]

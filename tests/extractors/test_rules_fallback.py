@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from extraction_checks import SHARED_GOLDEN, assert_well_formed, labels, triples
+from extraction_checks import (
+    SHARED_GOLDEN,
+    assert_chat_turns_name_people_not_greetings,
+    assert_well_formed,
+    labels,
+    triples,
+)
 from graphmem.extractors import Extraction, get_extractor
 from graphmem.extractors.spacy_extractor import SpacyExtractor
 
@@ -98,3 +104,9 @@ def test_a_quoted_title_is_a_work(
 ) -> None:
     [extraction] = rules_extractor.extract([text])
     assert {norm for norm, label in labels(extraction).items() if label == "product"} == works
+
+
+def test_chat_greetings_and_the_speakers_colon_name_nothing(
+    rules_extractor: SpacyExtractor,
+) -> None:
+    assert_chat_turns_name_people_not_greetings(rules_extractor)

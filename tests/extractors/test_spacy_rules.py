@@ -13,7 +13,13 @@ import sys
 
 import pytest
 import spacy
-from extraction_checks import SHARED_GOLDEN, assert_well_formed, labels, triples
+from extraction_checks import (
+    SHARED_GOLDEN,
+    assert_chat_turns_name_people_not_greetings,
+    assert_well_formed,
+    labels,
+    triples,
+)
 from graphmem.extractors import Extraction, get_extractor
 from graphmem.extractors.parsed_entities import needs_ner
 from graphmem.extractors.patterns import find_patterns
@@ -246,3 +252,9 @@ def test_places_and_organisations_still_get_their_labels(model_extractor: SpacyE
         "last year": "date",
         "paris": "place",
     }
+
+
+def test_chat_greetings_and_the_speakers_colon_name_nothing(
+    model_extractor: SpacyExtractor,
+) -> None:
+    assert_chat_turns_name_people_not_greetings(model_extractor)
