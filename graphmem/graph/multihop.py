@@ -138,13 +138,13 @@ def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dic
 
 
 def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
-    """Memories that hold a clue to a question about people, with its strength (0..1):
+    """Memories that hold a clue to a question about people, with its strength:
 
     - a thing of the kind the question asks for, named beside a person it names ("Which cities
-      has John visited?": John's memories that name a place), unless more than
+      has John visited?": John's memories that name a place), strength 1, unless more than
       `MAX_KIND_MEMORIES` memories do (then the kind tells nothing);
     - a fact whose subject is such a person and whose verb is one of the question's
-      ("john -visit-> chicago"), at `VERB_FACT_SHARE`.
+      ("john -visit-> chicago"), `VERB_FACT_SHARE`, added to the first.
 
     A list question's answers are spread over memories that share neither words nor much
     meaning with it; the entity labels and the fact verbs are what they share. Each clue is
@@ -207,8 +207,8 @@ def fuse(
     walked: Mapping[str, float],
     seeds: set[str],
     weight: float,
-    clues: Mapping[str, float] | None = None,
-    clue_weight: float = 0.0,
+    clues: Mapping[str, float],
+    clue_weight: float,
 ) -> dict[str, float]:
     """Recall score (scaled to the best hit) plus `weight` x PageRank (scaled to the best
     memory the walk reached that was not a seed; seeds themselves are capped at 1), plus
@@ -216,7 +216,6 @@ def fuse(
 
     Tuned on LoCoMo dev (docs/recall.md#multi-hop-recall): ranking by PageRank alone lost to
     hybrid recall; this sum gained in every category but one."""
-    clues = clues or {}
     top = max(recalled.values(), default=1.0) or 1.0
     reached = max((s for m, s in walked.items() if m not in seeds), default=0.0) or 1.0
     return {

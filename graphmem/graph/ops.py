@@ -172,7 +172,8 @@ class GraphOps:
         answer_weight: float = 0.3,
     ) -> MultiHopResult:
         """Seeds from hybrid recall, a walk over their entities, facts, supersession and session
-        neighbours, personalised PageRank over what it reached, fused with the recall scores;
+        neighbours, personalised PageRank over what it reached, and the answer hop's clues (the
+        question's people beside the kind of thing it asks for), fused with the recall scores;
         each hit carries the path that reached it."""
         from graphmem.graph import multihop
 

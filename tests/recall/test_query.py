@@ -13,6 +13,7 @@ from graphmem.recall.query import (
     parse_dates,
     parse_names,
     parse_query,
+    verb_lemmas,
 )
 
 
@@ -111,3 +112,23 @@ def test_asked_labels_name_the_kind_of_thing_a_question_wants(
     question: str, labels: list[str]
 ) -> None:
     assert asked_labels(question) == labels
+
+
+@pytest.mark.parametrize(
+    ("question", "verbs"),
+    [
+        ("Which cities has Jon visited?", {"visit"}),
+        ("What people has Maria met and helped while volunteering?", {"meet", "help", "volunteer"}),
+        ("What movies have both Joanna and Nate seen?", {"see"}),
+        ("What places has Joanna submitted her work to?", {"submit", "work"}),
+        ("What did Melanie like?", {"like"}),
+    ],
+)
+def test_verb_lemmas_give_the_base_forms_fact_predicates_use(
+    question: str, verbs: set[str]
+) -> None:
+    names = set(parse_names(question))
+    forms = verb_lemmas(question, names)
+    assert verbs <= set(forms)
+    assert not names & set(forms)  # the people are no verbs
+    assert not {"have", "do", "did", "has"} & set(forms)
