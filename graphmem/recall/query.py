@@ -172,7 +172,7 @@ _LIGHT_VERBS = frozenset({"do", "have", "be", "get"})
 def verb_lemmas(text: str, names: AbstractSet[str] = frozenset()) -> list[str]:
     """Every base form the question's words could have as verbs ("visited" -> "visit",
     "volunteering" -> "volunteer", "seen" -> "see"), for matching the extractors' fact
-    predicates, which are spaCy lemmas ("visit", "go_to"). Guessing several forms a word is
+    predicates, which are spaCy lemmas ("visit", "go_to"). Guessing several forms of a word is
     cheaper than a tagger, and a form no predicate has matches nothing."""
     forms: dict[str, None] = {}
     for word in content_terms(text):
