@@ -77,7 +77,8 @@ def mention(
     return Mention(start, end, name.strip(), label, rank, norm, anchor, head)
 
 
-_SPEAKER_LEAD = re.compile(r"[A-Z][a-z]+(?: [A-Z][a-z]+)?:\s+|[\s:;,.!?-]+")
+SPEAKER = r"[A-Z][a-z]+(?: [A-Z][a-z]+)?"  # the name before a chat turn's colon ("Tim: ...")
+_SPEAKER_LEAD = re.compile(rf"{SPEAKER}:\s+|[\s:;,.!?-]+")
 _WORD_LEAD = re.compile(r"([\w']+)[\s,!.]+")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .mentions import PATTERN, SOFT, Mention, mention
+from .mentions import PATTERN, SOFT, SPEAKER, Mention, mention
 from .normalise import normalise
 from .vocabulary import (
     CAPITALISED_ONLY,
@@ -75,7 +75,7 @@ _QUOTED_RE = re.compile(r'["\u201c](?P<title>[A-Z0-9][^"\u201d\n]{0,79})["\u201d
 _TITLE_SMALL_WORDS = frozenset(
     {"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "with"}
 )
-_SPEAKER_RE = re.compile(r"(?m)^[ \t]*(?P<name>[A-Z][a-z]+(?: [A-Z][a-z]+)?):[ \t]")
+_SPEAKER_RE = re.compile(rf"(?m)^[ \t]*(?P<name>{SPEAKER}):[ \t]")
 
 _NOT_ACRONYMS = frozenset({"OK", "AM", "PM", "I", "A"})
 _CAMEL_NAME_PREFIXES = ("Mc", "Mac", "De", "Di", "Le", "La", "Van", "Von", "Du", "St", "Da")

@@ -150,7 +150,8 @@ def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
     meaning with it; the entity labels and the fact verbs are what they share. Each clue is
     linked into the subgraph, so the hit's path shows it. Measured on LoCoMo dev:
     docs/recall.md#multi-hop-recall."""
-    people = parse_names(query)
+    names = parse_names(query)
+    people = sorted(set(store.resolve_norms(names).values())) if names else []
     if not people:
         return {}
     clues: dict[str, float] = {}
@@ -162,7 +163,7 @@ def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
             sub.link(_m(memory_id), _e(person), "mentions", 1.0)
             sub.link(_m(memory_id), _e(thing), "mentions", 1.0)
             clues[memory_id] = 1.0
-    facts = store.facts_of_people(people, verb_lemmas(query, set(people)), limit=MAX_MEMORIES)
+    facts = store.facts_of_people(people, verb_lemmas(query, set(names)), limit=MAX_MEMORIES)
     for memory_id, person, predicate, obj, name in facts:
         sub.names[_e(obj)] = name
         sub.link(_e(person), _e(obj), predicate, 1.0)

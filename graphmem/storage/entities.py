@@ -364,9 +364,8 @@ class EntityRepository(KnowledgeRepository):
         self, people: Sequence[str], labels: Sequence[str], *, limit: int
     ) -> list[tuple[str, str, str, str]]:
         """(memory id, person id, entity id, entity name): live memories that name one of the
-        people (person entities, by norm or alias) beside an entity with one of the labels."""
-        ids = list(self.resolve_norms(people).values())
-        if not ids or not labels:
+        people (entity ids; only person entities count) beside an entity with one of the labels."""
+        if not people or not labels:
             return []
         return [
             (r[0], r[1], r[2], r[3])
@@ -375,7 +374,7 @@ class EntityRepository(KnowledgeRepository):
                 "WHERE p.id IN $people AND p.label = 'person' AND x.label IN $labels "
                 "AND NOT x.id IN $people AND m.lifecycle <> 'archived' "
                 "RETURN m.id, p.id, x.id, x.name LIMIT $limit",
-                {"people": ids, "labels": list(labels), "limit": limit},
+                {"people": list(people), "labels": list(labels), "limit": limit},
             )
         ]
 
@@ -383,10 +382,9 @@ class EntityRepository(KnowledgeRepository):
         self, people: Sequence[str], verbs: Sequence[str], *, limit: int
     ) -> list[tuple[str, str, str, str, str]]:
         """(memory id, person id, predicate, object id, object name): facts whose subject is one
-        of the people and whose predicate starts with one of the verbs ("visit", "go" of
-        "go_to"), with the live memories they were extracted from."""
-        ids = list(self.resolve_norms(people).values())
-        if not ids or not verbs:
+        of the people (entity ids; only person entities count) and whose predicate starts with
+        one of the verbs ("visit", "go" of "go_to"), with the live memories they came from."""
+        if not people or not verbs:
             return []
         return [
             (r[0], r[1], r[2], r[3], r[4])
@@ -396,7 +394,7 @@ class EntityRepository(KnowledgeRepository):
                 "WHERE p.id IN $people AND p.label = 'person' "
                 "AND split_part(f.predicate, '_', 1) IN $verbs AND m.lifecycle <> 'archived' "
                 "RETURN m.id, p.id, f.predicate, o.id, o.name LIMIT $limit",
-                {"people": ids, "verbs": list(verbs), "limit": limit},
+                {"people": list(people), "verbs": list(verbs), "limit": limit},
             )
         ]
 
