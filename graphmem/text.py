@@ -160,3 +160,12 @@ def index_text(
 
 def query_text(query: str) -> str:
     return " ".join(tokens(query))
+
+
+_TRAILING_NOTE = re.compile(r"(?:\s*[\[(][^\[\]()]*[\])])+\s*$")
+
+
+def ends_asking(text: str) -> bool:
+    """Whether the text ends on a question, bracketed notes after it aside ("What's your best
+    camping memory? [shares an image: ...]")."""
+    return _TRAILING_NOTE.sub("", text).rstrip().endswith("?")

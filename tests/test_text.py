@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from graphmem.text import content_terms, index_text, query_text, tokens
+import pytest
+
+from graphmem.text import content_terms, ends_asking, index_text, query_text, tokens
 
 
 def test_tokens_encode_digits_so_the_index_keeps_them() -> None:
@@ -61,3 +63,18 @@ def test_index_text_counts_the_title_twice_and_includes_tags() -> None:
 
 def test_query_text_uses_the_same_analyzer_as_the_index() -> None:
     assert query_text("Migration #47") == " ".join(tokens("Migration #47"))
+
+
+@pytest.mark.parametrize(
+    ("text", "asking"),
+    [
+        ("Caroline: What's your best camping memory?", True),
+        ("Mel: Did you go? [shares an image: a photo of a lake]", True),
+        ("Is the cache warm (after the deploy)?", True),
+        ("We rolled back. Why did it fail? Nobody knows yet.", False),
+        ("Rolled back the deploy (see PAY-123)", False),
+        ("", False),
+    ],
+)
+def test_ends_asking_reads_the_last_sentence_past_bracketed_notes(text: str, asking: bool) -> None:
+    assert ends_asking(text) is asking

@@ -32,9 +32,12 @@ class RecallConfig(BaseModel):
     w_date: float = 0.3
     date_window_days: float = 30.0
     w_neighbor: float = 0.25
+    w_neighbor_many: float = 0.125  # w_neighbor for a question after several things
     w_recency: float = 0.02
     w_importance: float = 0.02
     recency_half_life_days: float = 30.0
+    # a conversation turn that ends on a question is less often the answer than the next turn
+    question_factor: float = Field(default=0.95, ge=0.0, le=1.0)
     canonical_relevance: float = Field(default=0.5, ge=0.0, le=1.0)
     lifecycle_factor: dict[str, float] = Field(
         default_factory=lambda: {
@@ -59,6 +62,7 @@ RECIPES: dict[str, RecallConfig] = {
     "hybrid": RecallConfig(name="hybrid"),
     "bm25": RecallConfig(
         name="bm25",
+        question_factor=1.0,
         vector_candidates=0,
         w_cosine=0,
         w_bm25=1,
@@ -66,6 +70,7 @@ RECIPES: dict[str, RecallConfig] = {
         w_title=0,
         w_names=0,
         w_neighbor=0,
+        w_neighbor_many=0,
         w_speaker=0,
         w_session=0,
         w_date=0,
@@ -74,6 +79,7 @@ RECIPES: dict[str, RecallConfig] = {
     ),
     "vector": RecallConfig(
         name="vector",
+        question_factor=1.0,
         keyword_candidates=0,
         w_cosine=1,
         w_bm25=0,
@@ -81,6 +87,7 @@ RECIPES: dict[str, RecallConfig] = {
         w_title=0,
         w_names=0,
         w_neighbor=0,
+        w_neighbor_many=0,
         w_speaker=0,
         w_session=0,
         w_date=0,

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.models import Hit, MemoryFilter, utcnow
 from graphmem.recall.config import RecallConfig
-from graphmem.recall.query import parse_query
+from graphmem.recall.query import ParsedQuery, parse_query
 from graphmem.storage.columns import ScoringRow
 from graphmem.storage.row_ids import RowIds
 from graphmem.storage.store import KuzuStore
@@ -132,11 +132,19 @@ def recall(
 
     # as of a past date there is no "superseded" yet: every version is judged as it stood then
     judge = filters.as_of is None
-    scored = _score(query, candidates, rows, config, judge_lifecycle=judge)
-    if config.w_neighbor > 0:
-        scored = _with_neighbours(store, scored, rows, config.w_neighbor)
+    parsed = parse_query(query)
+    scored = _score(parsed, candidates, rows, config, judge_lifecycle=judge)
+    # a question after several things wants them in its top k, not each beside its neighbour
+    lend = config.w_neighbor_many if parsed.many else config.w_neighbor
+    if lend > 0:
+        scored = _with_neighbours(store, scored, rows, lend)
     if config.w_session > 0:
         scored = _with_session(scored, rows, config.w_session)
+    if config.question_factor != 1.0:  # after lending: a question still lends to its answer
+        scored = [
+            (cand, score * config.question_factor if rows[cand.memory_id].asks else score)
+            for cand, score in scored
+        ]
     scored.sort(key=lambda pair: pair[1], reverse=True)
     if judge and scored:
         # canonical knowledge comes first whenever it is relevant at all (within a set share of
@@ -214,15 +222,14 @@ def _with_session(
 
 
 def _score(
-    query: str,
+    parsed: ParsedQuery,
     candidates: dict[str, Candidate],
     rows: dict[str, ScoringRow],
     config: RecallConfig,
     *,
     judge_lifecycle: bool = True,
 ) -> list[tuple[Candidate, float]]:
-    parsed = parse_query(query)
-    terms = content_terms(query)
+    terms = content_terms(parsed.text)
     now = utcnow()
     cos = _scaled({k: c.cosine for k, c in candidates.items() if c.cosine is not None})
     top_bm25 = max((c.bm25 for c in candidates.values()), default=0.0)
@@ -251,6 +258,7 @@ def _score(
         age_days = max((now - memory.created_at).total_seconds() / 86400, 0.0)
         f["recency"] = math.pow(0.5, age_days / config.recency_half_life_days)
         f["importance"] = memory.importance
+        f["asks"] = float(memory.asks)
         f["lifecycle"] = (
             config.lifecycle_factor.get(memory.lifecycle, 1.0) if judge_lifecycle else 1.0
         )
@@ -299,9 +307,11 @@ def _explain(cand: Candidate, filters: MemoryFilter, config: RecallConfig) -> di
             "date": config.w_date,
             "speaker": config.w_speaker,
             "neighbor": config.w_neighbor,
+            "neighbor_many": config.w_neighbor_many,
             "session": config.w_session,
             "recency": config.w_recency,
             "importance": config.w_importance,
         },
+        "question_factor": config.question_factor,
         "filters": filters.model_dump(exclude_defaults=True),
     }

@@ -48,6 +48,7 @@ class ParsedQuery:
     text: str
     names: list[str] = field(default_factory=list)
     dates: list[DateSpan] = field(default_factory=list)
+    many: bool = False  # asks for several things: see asks_for_many
 
 
 def _month_span(year: int, month: int) -> DateSpan:
@@ -122,7 +123,50 @@ def embedding_text(text: str, speakers: Callable[[], AbstractSet[str]]) -> str:
 
 
 def parse_query(text: str) -> ParsedQuery:
-    return ParsedQuery(text=text, names=parse_names(text), dates=parse_dates(text))
+    return ParsedQuery(
+        text=text, names=parse_names(text), dates=parse_dates(text), many=asks_for_many(text)
+    )
+
+
+_AUXILIARIES = frozenset({
+    "do", "does", "did", "has", "have", "had", "is", "are", "was", "were", "can", "could",
+    "will", "would", "should", "might", "may",
+})  # fmt: skip
+_IRREGULAR_PLURALS = frozenset({"children", "people", "men", "women", "kids", "feet", "teeth"})
+_WORD = re.compile(r"[A-Za-z']+")
+_TIME_UNITS = frozenset({"seconds", "minutes", "hours", "days", "weeks", "months", "years"})
+
+
+def _plural(word: str) -> bool:
+    low = word.lower()
+    if low in _IRREGULAR_PLURALS:
+        return True
+    return len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is", "'s"))
+
+
+def asks_for_many(text: str) -> bool:
+    """Whether the question asks for several things: "how many", "both", or a plural asked
+    noun before the verb ("Which cities has John visited?", "What are Joanna's hobbies?").
+
+    A plural after "what" counts only once an auxiliary follows it: in "What motivates Tim"
+    the -s word is the verb. Recall gives such a question its top k as separate answers rather
+    than pairs of neighbouring turns."""
+    words = _WORD.findall(text)
+    low = [w.lower() for w in words]
+    if low[:2] == ["how", "many"]:  # a count, unless of time ("how many weeks ago")
+        return len(low) < 3 or low[2] not in _TIME_UNITS
+    if "both" in low:
+        return True
+    if not low or low[0] not in ("what", "which", "who"):
+        return False
+    if len(low) > 1 and low[1] in ("are", "were"):  # "What are Joanna's hobbies?"
+        return any(_plural(w) for w in words[2:])
+    plural = False
+    for word in words[1:]:
+        if word.lower() in _AUXILIARIES:
+            return plural
+        plural = plural or _plural(word)
+    return False
 
 
 # the kind of thing a question asks for, as the extractors' entity labels

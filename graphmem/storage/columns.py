@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from graphmem.models import Memory, MemoryFilter
 from graphmem.storage.row_ids import RowIds
+from graphmem.text import ends_asking
 
 MEMORY_FIELDS = (
     "id", "kind", "type", "title", "content", "tags", "context", "service", "importance",
@@ -65,10 +66,15 @@ class ScoringRow:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     search_text: str = ""
+    asks: bool = False  # a conversation turn that ends on a question (see `of`)
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> ScoringRow:
         data: dict[str, Any] = {f: values.get(f) for f in _SCORING}
+        # between people, a turn that ends by asking hands the floor over: what answers it is
+        # the next turn. A request to an assistant ends on a question too, but holds the facts.
+        content = values.get("content") or ""
+        data["asks"] = bool(SPEAKER.match(content)) and ends_asking(content)
         data["tags"] = tuple(data["tags"] or ())
         data["search_text"] = data["search_text"] or ""
         data["importance"] = data["importance"] if data["importance"] is not None else 0.5
@@ -152,7 +158,7 @@ class MemoryColumns:
         return out
 
     def get(self, ids: Iterable[str]) -> dict[str, ScoringRow]:
-        return {k: ScoringRow.of(v) for k, v in self.values(ids, _SCORING).items()}
+        return {k: ScoringRow.of(v) for k, v in self.values(ids, (*_SCORING, "content")).items()}
 
     def memories(self, ids: Iterable[str]) -> dict[str, Memory]:
         return {k: memory_from_values(v) for k, v in self.values(ids).items()}

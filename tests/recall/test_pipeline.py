@@ -390,3 +390,45 @@ def test_a_turn_in_the_session_of_the_best_match_outranks_its_twin_elsewhere(
     plain = gm.recall("camping with the kids, they loved it", limit=6, recipe=without, explain=True)
     twins = {h.memory.id: h.score for h in plain.hits if h.memory.id in (near.id, far.id)}
     assert abs(twins[near.id] - twins[far.id]) < 0.05  # only the session set them apart
+
+
+def test_a_conversation_turn_that_ends_by_asking_ranks_below_the_same_words_said(
+    gm: GraphMemory,
+) -> None:
+    said = gm.remember("Tim: camping at the lake with the kids.")
+    asked = gm.remember("Tim: camping at the lake with the kids?")
+    request = gm.remember("camping at the lake with the kids, any tips?")  # no speaker: a request
+
+    hits = gm.recall("camping at the lake with the kids", limit=3, explain=True).hits
+
+    by_id = {h.memory.id: h for h in hits}
+    assert [h.memory.id for h in hits].index(said.id) < [h.memory.id for h in hits].index(asked.id)
+    assert by_id[asked.id].score == pytest.approx(by_id[said.id].score * 0.95, rel=1e-3)
+    assert by_id[asked.id].explain and by_id[asked.id].explain["features"]["asks"] == 1.0
+    assert by_id[request.id].explain and by_id[request.id].explain["features"]["asks"] == 0.0
+
+
+def test_a_question_after_several_things_borrows_less_from_neighbouring_turns(
+    gm: GraphMemory,
+) -> None:
+    gm.remember_many(
+        [
+            {"content": "Tim: which lakes did Jo camp at this year", "session_id": "s1"},
+            {"content": "Jo: Loon and Crater, both twice", "session_id": "s1"},
+        ]
+    )
+    hybrid = RECIPES["hybrid"]
+    alone = hybrid.model_copy(update={"w_neighbor": 0.0, "w_neighbor_many": 0.0})
+
+    def lent(question: str) -> float:
+        """What the answer turn gains from the question turn before it."""
+
+        def score(recipe: RecallConfig) -> float:
+            hits = gm.recall(question, limit=5, recipe=recipe).hits
+            return next(h.score for h in hits if h.memory.content.startswith("Jo:"))
+
+        return score(hybrid) - score(alone)
+
+    one, many = lent("Which lake did Jo camp at?"), lent("Which lakes has Jo camped at?")
+    assert one > 0 and many > 0
+    assert many < one

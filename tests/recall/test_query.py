@@ -9,6 +9,7 @@ import pytest
 from graphmem.recall.query import (
     DateSpan,
     asked_labels,
+    asks_for_many,
     embedding_text,
     parse_dates,
     parse_names,
@@ -132,3 +133,25 @@ def test_verb_lemmas_give_the_base_forms_fact_predicates_use(
     assert verbs <= set(forms)
     assert not names & set(forms)  # the people are no verbs
     assert not {"have", "do", "did", "has"} & set(forms)
+
+
+@pytest.mark.parametrize(
+    ("question", "many"),
+    [
+        ("Which cities has John visited?", True),
+        ("What are Joanna's hobbies?", True),
+        ("What musical artists/bands has Melanie seen?", True),
+        ("What do both Joanna and Nate like?", True),
+        ("How many children does Melanie have?", True),
+        ("What services did the migration break?", True),
+        ("How many weeks ago did I attend the sale?", False),  # a span of time, not a count
+        ("What motivates Joanna to keep writing?", False),  # the -s word is the verb
+        ("What is Caroline's relationship status?", False),
+        ("Which book did Tim read in May?", False),
+        ("Why did the deploy fail?", False),
+        ("", False),
+    ],
+)
+def test_asks_for_many_tells_list_questions_from_single_answers(question: str, many: bool) -> None:
+    assert asks_for_many(question) is many
+    assert parse_query(question).many is many
