@@ -28,18 +28,43 @@ HUB_MENTIONS = (
 )
 
 
+@dataclass(frozen=True)
+class Edge:
+    weight: float
+    relation: str
+    source: str  # the node the relation reads from
+
+
 @dataclass
 class Subgraph:
-    graph: nx.Graph = field(default_factory=nx.Graph)
+    """Nodes are "m:<memory id>" and "e:<entity id>". Edges are kept in a dict as the walk adds
+    them (thousands per question: a networkx edge apiece cost more than the walk's queries) and
+    become a networkx graph only for the shortest paths."""
+
+    edges: dict[tuple[str, str], Edge] = field(default_factory=dict)  # (a, b) with a < b
+    nodes: dict[str, None] = field(default_factory=dict)  # in the order first linked
     memories: set[str] = field(default_factory=set)
     entities: set[str] = field(default_factory=set)
     names: dict[str, str] = field(default_factory=dict)  # entity node -> name, for paths
 
     def link(self, a: str, b: str, relation: str, weight: float, forward: bool = True) -> None:
-        """Undirected for the walk; `forward` records which way the relation reads."""
-        if self.graph.has_edge(a, b) and self.graph[a][b]["weight"] >= weight:
+        """Undirected for the walk; `forward` records which way the relation reads. The
+        strongest relation between two nodes is the one kept."""
+        key = (a, b) if a < b else (b, a)
+        known = self.edges.get(key)
+        if known is not None and known.weight >= weight:
             return
-        self.graph.add_edge(a, b, weight=weight, relation=relation, source=a if forward else b)
+        self.edges[key] = Edge(weight, relation, a if forward else b)
+        self.nodes.update(dict.fromkeys((a, b)))
+
+    def edge(self, a: str, b: str) -> Edge:
+        return self.edges[(a, b) if a < b else (b, a)]
+
+    def graph(self) -> nx.Graph:
+        graph = nx.Graph()
+        graph.add_nodes_from(self.nodes)
+        graph.add_weighted_edges_from((a, b, e.weight) for (a, b), e in self.edges.items())
+        return graph
 
 
 def _m(memory_id: str) -> str:
@@ -59,8 +84,7 @@ def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph
     """Breadth-first from the seeds: one memory-to-memory hop per round, batched queries."""
     sub = Subgraph()
     sub.memories.update(seeds)
-    for seed in seeds:
-        sub.graph.add_node(_m(seed))
+    sub.nodes.update(dict.fromkeys(_m(seed) for seed in seeds))
     frontier = list(seeds)
     expanded: set[str] = set()
     for _ in range(max_hops):
@@ -100,8 +124,7 @@ def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph
 
 
 def _session_pairs(store: KuzuStore, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
-    rows = store.get_scoring_rows(memory_ids)
-    sessions = sorted({r.session_id for r in rows.values() if r.session_id})
+    sessions = sorted(set(store.session_ids(memory_ids).values()))
     if not sessions:
         return []
     wanted = set(memory_ids)
@@ -117,22 +140,21 @@ def _session_pairs(store: KuzuStore, memory_ids: Sequence[str]) -> list[tuple[st
 
 def rank(sub: Subgraph, seeds: Mapping[str, float], *, damping: float) -> dict[str, float]:
     """Personalised PageRank from the seeds (weighted by their recall score), memories only."""
-    graph = sub.graph
-    if graph.number_of_edges() == 0:
+    if not sub.edges:
         return dict(seeds)
     total = sum(max(s, 1e-9) for s in seeds.values())
-    personal = {_m(m): max(s, 1e-9) / total for m, s in seeds.items() if _m(m) in graph}
-    scores = personalised_pagerank(graph, personal, damping=damping)
+    personal = {_m(m): max(s, 1e-9) / total for m, s in seeds.items() if _m(m) in sub.nodes}
+    scores = personalised_pagerank(sub, personal, damping=damping)
     return {node[2:]: score for node, score in scores.items() if node.startswith("m:")}
 
 
 def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dict[str, list[str]]:
     """The cheapest path (strong edges are cheap) from a seed to each memory, as graph nodes."""
-    sources = {_m(m) for m in seeds if _m(m) in sub.graph}
+    sources = {_m(m) for m in seeds if _m(m) in sub.nodes}
     if not sources:
         return {}
     _, paths = nx.multi_source_dijkstra(
-        sub.graph, sources, weight=lambda _a, _b, edge: 1.0 / edge["weight"]
+        sub.graph(), sources, weight=lambda _a, _b, edge: 1.0 / edge["weight"]
     )
     return {m: paths[_m(m)] for m in memory_ids if _m(m) in paths}
 
@@ -174,16 +196,16 @@ def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
 
 
 def personalised_pagerank(
-    graph: nx.Graph, personal: Mapping[str, float], *, damping: float, rounds: int = 50
+    sub: Subgraph, personal: Mapping[str, float], *, damping: float, rounds: int = 50
 ) -> dict[str, float]:
     """Power iteration over the weighted, undirected subgraph in numpy (networkx's own
     pagerank needs scipy, a heavy dependency for a graph of a few thousand nodes)."""
-    nodes = list(graph.nodes)
+    nodes = list(sub.nodes)
     index = {node: i for i, node in enumerate(nodes)}
-    edges = [(index[a], index[b], float(d["weight"])) for a, b, d in graph.edges(data=True)]
-    src = np.array([a for a, b, _ in edges] + [b for a, b, _ in edges], dtype=np.int64)
-    dst = np.array([b for a, b, _ in edges] + [a for a, b, _ in edges], dtype=np.int64)
-    weight = np.array([w for *_, w in edges] * 2, dtype=np.float64)
+    pairs = np.array([(index[a], index[b]) for a, b in sub.edges], dtype=np.int64).reshape(-1, 2)
+    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    weight = np.tile(np.array([e.weight for e in sub.edges.values()], dtype=np.float64), 2)
     out = np.zeros(len(nodes))
     np.add.at(out, src, weight)
     share = weight / out[src]  # each node spreads its score over its edges by weight
@@ -237,13 +259,10 @@ def render(sub: Subgraph, nodes: Sequence[str], memories: Mapping[str, Memory]) 
 
     steps = []
     for a, b in itertools.pairwise(nodes):
-        edge = sub.graph[a][b]
+        edge = sub.edge(a, b)
         steps.append(
             PathStep(
-                source=name(a),
-                relation=edge["relation"],
-                target=name(b),
-                reverse=edge["source"] != a,
+                source=name(a), relation=edge.relation, target=name(b), reverse=edge.source != a
             )
         )
     return steps

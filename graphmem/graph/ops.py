@@ -238,10 +238,14 @@ class GraphOps:
             subgraph={
                 "memories": len(sub.memories),
                 "entities": len(sub.entities),
-                "edges": sub.graph.number_of_edges(),
+                "edges": len(sub.edges),
             },
         )
 
     def _allowed(self, filters: Filters, memory_ids: Sequence[str]) -> set[str]:
-        """The walk may pass through any memory; the hits obey the caller's filters."""
-        return set(self.store.get_scoring_rows(memory_ids, validate_filter(filters)))
+        """The walk may pass through any memory; the hits obey the caller's filters (and, as
+        recall's do, leave archived memories out unless asked)."""
+        wanted = validate_filter(filters)
+        if wanted.is_empty() and not self.store.has_archived():
+            return set(memory_ids)
+        return set(self.store.get_scoring_rows(memory_ids, wanted))

@@ -241,6 +241,23 @@ class KuzuConnection:
             except RuntimeError as exc:
                 raise StorageError(str(exc), query=query[:200]) from exc
 
+    def read_tuples(
+        self, query: str, params: dict[str, Any] | None = None
+    ) -> list[tuple[Any, ...]]:
+        """`read` for results of thousands of rows of plain values (ids, names, counts): taken
+        through arrow, column by column, in half the time of Kùzu's row iterator."""
+        if self._txn_thread == threading.get_ident():
+            return [tuple(row) for row in self.execute(query, params)]
+        with self._pooled() as conn:
+            try:
+                result = self._run(conn, query, params)
+                if isinstance(result, list):
+                    result = result[-1]
+                table = result.get_as_arrow(chunk_size=100_000)
+            except RuntimeError as exc:
+                raise StorageError(str(exc), query=query[:200]) from exc
+        return list(zip(*(column.to_pylist() for column in table.columns), strict=True))
+
     def read_arrow(self, query: str, *, chunk_size: int = 100_000) -> pa.Table:
         """`read` for large results, as one arrow table (no python object per value)."""
         if self._txn_thread == threading.get_ident():

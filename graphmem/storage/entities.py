@@ -327,21 +327,17 @@ class EntityRepository(KnowledgeRepository):
         """(memory id, entity id, entity name) for the memories."""
         if not memory_ids:
             return []
-        return [
-            (r[0], r[1], r[2])
-            for r in self.read(
-                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids "
-                "RETURN m.id, e.id, e.name",
-                {"ids": list(memory_ids)},
-            )
-        ]
+        return self.read_tuples(
+            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN m.id, e.id, e.name",
+            {"ids": list(memory_ids)},
+        )
 
     def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
         if not entity_ids:
             return {}
         return {
-            r[0]: int(r[1])
-            for r in self.read(
+            entity_id: int(count)
+            for entity_id, count in self.read_tuples(
                 "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids RETURN e.id, count(m)",
                 {"ids": list(entity_ids)},
             )
@@ -351,14 +347,11 @@ class EntityRepository(KnowledgeRepository):
         """(entity id, memory id) for live memories that mention the entities."""
         if not entity_ids:
             return []
-        return [
-            (r[0], r[1])
-            for r in self.read(
-                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids "
-                "AND m.lifecycle <> 'archived' RETURN e.id, m.id",
-                {"ids": list(entity_ids)},
-            )
-        ]
+        return self.read_tuples(
+            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids "
+            "AND m.lifecycle <> 'archived' RETURN e.id, m.id",
+            {"ids": list(entity_ids)},
+        )
 
     def things_mentioned_with(
         self, people: Sequence[str], labels: Sequence[str], *, limit: int
@@ -402,14 +395,11 @@ class EntityRepository(KnowledgeRepository):
         """(subject id, predicate, object id, fact id) for facts touching the entities."""
         if not entity_ids:
             return []
-        return [
-            (r[0], r[1], r[2], r[3])
-            for r in self.read(
-                "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
-                "WHERE s.id IN $ids OR o.id IN $ids RETURN s.id, f.predicate, o.id, f.id",
-                {"ids": list(entity_ids)},
-            )
-        ]
+        return self.read_tuples(
+            "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
+            "WHERE s.id IN $ids OR o.id IN $ids RETURN s.id, f.predicate, o.id, f.id",
+            {"ids": list(entity_ids)},
+        )
 
     def supersession_links(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(newer, older) SUPERSEDES pairs touching the memories."""

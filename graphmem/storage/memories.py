@@ -248,6 +248,12 @@ class MemoryRepository(VectorTables):
 
         self.after_commit(mark)
 
+    def session_ids(self, ids: Sequence[str]) -> dict[str, str]:
+        """The session of each memory that has one, from the in-process columns."""
+        with self._search_lock:
+            rows = self._memory_columns().values(ids, ("id", "session_id"))
+        return {k: row["session_id"] for k, row in rows.items() if row["session_id"]}
+
     def session_order(self, sessions: Sequence[str]) -> dict[str, list[str]]:
         """The memories of each session in the order they were stored (ids are monotonic)."""
         with self._search_lock:
