@@ -17,12 +17,13 @@ import numpy as np
 
 from graphmem.graph.models import PathStep
 from graphmem.models import Memory
-from graphmem.recall.query import asked_labels, parse_names, verb_lemmas
+from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
 from graphmem.storage.store import KuzuStore
 
 MAX_MEMORIES = 1500  # memories the walk may gather
 MAX_KIND_MEMORIES = 40  # the answer hop's limit on memories naming a thing of the asked kind
 VERB_FACT_SHARE = 1 / 3  # a fact with the question's verb, against a thing of the asked kind
+SINGLE_ANSWER_SHARE = 1 / 3  # the clues of a question after one thing, against one after several
 HUB_MENTIONS = (
     60  # an entity named by more memories than this is not expanded (it links everything)
 )
@@ -168,6 +169,10 @@ def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
     - a fact whose subject is such a person and whose verb is one of the question's
       ("john -visit-> chicago"), `VERB_FACT_SHARE`, added to the first.
 
+    Both count `SINGLE_ANSWER_SHARE` as much for a question after one thing ("Which book did
+    Tim read in May?"): recall has most often ranked its answer already, and a clue would push
+    it down.
+
     A list question's answers are spread over memories that share neither words nor much
     meaning with it; the entity labels and the fact verbs are what they share. Each clue is
     linked into the subgraph, so the hit's path shows it. Measured on LoCoMo dev:
@@ -177,6 +182,7 @@ def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
     if not people:
         return {}
     clues: dict[str, float] = {}
+    share = 1.0 if asks_for_many(query) else SINGLE_ANSWER_SHARE
     labels = asked_labels(query)
     things = store.things_mentioned_with(people, labels, limit=MAX_MEMORIES) if labels else []
     if len({memory_id for memory_id, *_ in things}) <= MAX_KIND_MEMORIES:
@@ -184,14 +190,14 @@ def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
             sub.names[_e(thing)] = name
             sub.link(_m(memory_id), _e(person), "mentions", 1.0)
             sub.link(_m(memory_id), _e(thing), "mentions", 1.0)
-            clues[memory_id] = 1.0
+            clues[memory_id] = share
     facts = store.facts_of_people(people, verb_lemmas(query, set(names)), limit=MAX_MEMORIES)
     for memory_id, person, predicate, obj, name in facts:
         sub.names[_e(obj)] = name
         sub.link(_e(person), _e(obj), predicate, 1.0)
         sub.link(_m(memory_id), _e(obj), "mentions", 1.0)
     for memory_id in {memory_id for memory_id, *_ in facts}:
-        clues[memory_id] = clues.get(memory_id, 0.0) + VERB_FACT_SHARE
+        clues[memory_id] = clues.get(memory_id, 0.0) + share * VERB_FACT_SHARE
     return clues
 
 

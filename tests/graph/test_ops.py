@@ -194,6 +194,9 @@ def test_multihop_walks_from_the_person_asked_about_to_the_kind_of_thing_asked_f
     # "Tim read ... on the train": a fact with the question's verb, a weaker clue
     assert clues == {**dict.fromkeys(titles, 1.0), stored[1].id: multihop.VERB_FACT_SHARE}
     assert multihop.answer_hop(oneshot.store, "What does Tim do?", Subgraph()) == {}
+    # after one book, the same clues count a third: recall most often has its answer already
+    one = multihop.answer_hop(oneshot.store, "Which book has Tim read?", Subgraph())
+    assert one == pytest.approx({m: v * multihop.SINGLE_ANSWER_SHARE for m, v in clues.items()})
 
     def ranks(answer_weight: float) -> list[str]:
         result = oneshot.recall_multihop("What books has Tim read?", answer_weight=answer_weight)
