@@ -149,8 +149,8 @@ def asks_for_many(text: str) -> bool:
     noun before the verb ("Which cities has John visited?", "What are Joanna's hobbies?").
 
     A plural after "what" counts only once an auxiliary follows it: in "What motivates Tim"
-    the -s word is the verb. Recall gives such a question its top k as separate answers rather
-    than pairs of neighbouring turns."""
+    the -s word is the verb. Recall lends such a question's neighbouring turns less, so that its
+    top k holds separate answers; the answer hop gives its clues full strength."""
     words = _WORD.findall(text)
     low = [w.lower() for w in words]
     if low[:2] == ["how", "many"]:  # a count, unless of time ("how many weeks ago")
