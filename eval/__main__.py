@@ -20,7 +20,7 @@ def _write(payload: object, out: Path | None) -> None:
     print(text)
 
 
-ALL_SYSTEMS = ["hybrid", "graph", "bm25", "vector"]
+ALL_SYSTEMS = ["hybrid", "hybrid-nograph", "graph", "bm25", "vector"]
 
 
 def _systems(arg: str) -> list[str]:
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         "--system",
         default="hybrid",
         help="recipe name(s), comma-separated, or 'graph' (hybrid fused with the entity-graph "
-        "walk); 'all' = hybrid,graph,bm25,vector",
+        "walk); 'all' = hybrid,hybrid-nograph,graph,bm25,vector",
     )
     loc.add_argument("--out", type=Path)
     loc.add_argument("--embedding", default="local", help=embedding.HELP)
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     extract.add_argument("--extractor", default="spacy", help="spacy | rules | llm")
     extract.add_argument("--batch", type=int, default=1_000, help="texts per extract() call")
     extract.add_argument("--out", type=Path)
-    systems_help = "recipe name(s) or 'graph', comma-separated; 'all' = hybrid,graph,bm25,vector"
+    systems_help = "recipe name(s) or 'graph', comma-separated; 'all' = hybrid,hybrid-nograph,graph,bm25,vector"
     lme = sub.add_parser("longmemeval", help="LongMemEval _S session recall and nDCG @5/10")
     lme.add_argument(
         "--data",

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from eval.metrics import mean, ndcg, recall_at
+from eval.systems import GRAPH, needs_entities
 from graphmem import open_store
 from graphmem.embeddings.base import Embedder
 from graphmem.models import Hit
 
 NDCG_K = 10
 RECALL_K = 100
-GRAPH = "graph"  # hybrid recall fused with the entity-graph walk (recall_multihop)
 Rows = list[dict[str, Any]]
 Qrels = dict[str, dict[str, float]]
 
@@ -121,7 +121,7 @@ def run(
         started = time.perf_counter()
         gm.remember_many(docs, on_progress=lambda done, of: progress(f"stored {done}/{of}"))
         timing["store_s"] = time.perf_counter() - started
-        if GRAPH in systems:  # entities and facts for the walk, timed on their own
+        if needs_entities(systems):
             started = time.perf_counter()
             gm.index_triples()
             timing["extract_s"] = time.perf_counter() - started

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from eval.metrics import evidence_recall, mean
+from eval.systems import GRAPH, needs_entities
 from graphmem import open_store
 from graphmem.embeddings.base import Embedder
 from graphmem.models import Hit
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 25)
-GRAPH = "graph"  # hybrid recall fused with the entity-graph walk (recall_multihop)
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
 
 
@@ -89,7 +89,7 @@ def run(
             started = time.perf_counter()
             gm.remember_many(turns(sample, captions=captions))
             timing["store_s"] += time.perf_counter() - started
-            if GRAPH in systems:  # entities and facts for the walk, timed on their own
+            if needs_entities(systems):
                 started = time.perf_counter()
                 gm.index_triples()
                 timing["extract_s"] += time.perf_counter() - started

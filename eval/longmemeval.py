@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from eval.metrics import mean, ndcg, recall_all, recall_any
+from eval.systems import GRAPH, needs_entities
 from graphmem import open_store
 from graphmem.embeddings.base import Embedder
 from graphmem.models import Hit
 
 KS = (5, 10)
-GRAPH = "graph"  # hybrid recall fused with the entity-graph walk (recall_multihop)
 MAX_LIMIT = 1000  # graphmem.errors.check_limit's ceiling: ask for every turn the system ranks
 _DATE = re.compile(r"(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?:\D*?(\d{1,2}):(\d{2}))?")
 
@@ -162,7 +162,7 @@ def run(
             started = time.perf_counter()
             gm.remember_many(memories)
             timing["store_s"] += time.perf_counter() - started
-            if GRAPH in systems:  # entities and facts for the walk, timed on their own
+            if needs_entities(systems):
                 started = time.perf_counter()
                 gm.index_triples()
                 timing["extract_s"] += time.perf_counter() - started

@@ -267,6 +267,11 @@ class GraphMemory(KnowledgeOps, GraphOps):
                     "by keyword; run `graphmem reembed` to embed them"
                 )
                 warnings.append(RecallWarning(kind="missing_vectors", message=message))
+        clues = None
+        if config.w_answer > 0:
+            from graphmem.graph.multihop import answer_clues
+
+            clues = answer_clues(self.store, query)
         hits: list[Hit] = run_recall(
             self.store,
             query,
@@ -276,6 +281,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
             config,
             limit=limit,
             explain=explain,
+            clues=clues,
         )
         superseded = [h.memory.id for h in hits if h.memory.lifecycle == "superseded"]
         if superseded:

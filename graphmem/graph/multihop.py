@@ -11,14 +11,17 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from graphmem.graph.models import PathStep
 from graphmem.models import Memory
 from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
 from graphmem.storage.store import KuzuStore
+
+if TYPE_CHECKING:  # networkx is imported for the paths only: plain recall runs the answer hop
+    import networkx as nx
 
 MAX_MEMORIES = 1500  # memories the walk may gather
 MAX_KIND_MEMORIES = 40  # the answer hop's limit on memories naming a thing of the asked kind
@@ -62,6 +65,8 @@ class Subgraph:
         return self.edges[(a, b) if a < b else (b, a)]
 
     def graph(self) -> nx.Graph:
+        import networkx as nx
+
         graph = nx.Graph()
         graph.add_nodes_from(self.nodes)
         graph.add_weighted_edges_from((a, b, e.weight) for (a, b), e in self.edges.items())
@@ -151,6 +156,8 @@ def rank(sub: Subgraph, seeds: Mapping[str, float], *, damping: float) -> dict[s
 
 def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dict[str, list[str]]:
     """The cheapest path (strong edges are cheap) from a seed to each memory, as graph nodes."""
+    import networkx as nx
+
     sources = {_m(m) for m in seeds if _m(m) in sub.nodes}
     if not sources:
         return {}
@@ -199,6 +206,16 @@ def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
     for memory_id in {memory_id for memory_id, *_ in facts}:
         clues[memory_id] = clues.get(memory_id, 0.0) + share * VERB_FACT_SHARE
     return clues
+
+
+def answer_clues(store: KuzuStore, query: str) -> dict[str, float]:
+    """The answer hop on its own, for plain recall: its clues without the walk's subgraph.
+    Only a question that names someone who speaks in the store's conversations can have any,
+    so any other query costs no store query."""
+    names = parse_names(query)
+    if not names or not set(names) & store.speakers():
+        return {}
+    return answer_hop(store, query, Subgraph())
 
 
 def personalised_pagerank(

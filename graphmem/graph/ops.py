@@ -19,6 +19,7 @@ from graphmem.graph.models import (
     MultiHopResult,
 )
 from graphmem.models import validate_filter
+from graphmem.recall.config import get_recipe
 
 if TYPE_CHECKING:
     from graphmem.api import Filters
@@ -190,7 +191,9 @@ class GraphOps:
             raise InvalidInput(
                 "answer_weight must be between 0 and 10", answer_weight=answer_weight
             )
-        recalled = self.recall(query, limit=max(POOL, limit, seed_k), filters=filters)
+        # the answer hop's clues are fused below, with their paths: recall leaves them out
+        plain = get_recipe(self.settings.recall_recipe).model_copy(update={"w_answer": 0.0})
+        recalled = self.recall(query, limit=max(POOL, limit, seed_k), filters=filters, recipe=plain)
         if not recalled.hits:
             return MultiHopResult(query=query, warnings=recalled.warnings)
         seeds = {h.memory.id: h.score for h in recalled.hits[:seed_k]}

@@ -36,6 +36,8 @@ class RecallConfig(BaseModel):
     w_recency: float = 0.02
     w_importance: float = 0.02
     recency_half_life_days: float = 30.0
+    # the answer hop's clues (graph.multihop.answer_hop), as a share of the best fused score
+    w_answer: float = 0.3
     # a conversation turn that ends on a question is less often the answer than the next turn
     question_factor: float = Field(default=0.95, ge=0.0, le=1.0)
     canonical_relevance: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -60,9 +62,12 @@ class RecallConfig(BaseModel):
 
 RECIPES: dict[str, RecallConfig] = {
     "hybrid": RecallConfig(name="hybrid"),
+    # without the answer hop's clues: no entity queries, for stores where they find nothing
+    "hybrid-nograph": RecallConfig(name="hybrid-nograph", w_answer=0),
     "bm25": RecallConfig(
         name="bm25",
         question_factor=1.0,
+        w_answer=0,
         vector_candidates=0,
         w_cosine=0,
         w_bm25=1,
@@ -80,6 +85,7 @@ RECIPES: dict[str, RecallConfig] = {
     "vector": RecallConfig(
         name="vector",
         question_factor=1.0,
+        w_answer=0,
         keyword_candidates=0,
         w_cosine=1,
         w_bm25=0,

@@ -8,6 +8,7 @@ thing for every store size.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +78,10 @@ def recall(
     *,
     limit: int,
     explain: bool,
+    clues: Mapping[str, float] | None = None,
 ) -> list[Hit]:
+    """`clues`: memory id -> strength of the answer hop's clue in it (graph.multihop), fused
+    with `config.w_answer`; a clue outside the candidates joins them if it passes the filters."""
     # list and recall hide archived memories unless asked; filter only when something is hidden
     restricted = not filters.is_empty() or store.has_archived()
     only = filters if restricted else None
@@ -145,6 +149,8 @@ def recall(
             (cand, score * config.question_factor if rows[cand.memory_id].asks else score)
             for cand, score in scored
         ]
+    if clues and config.w_answer > 0:
+        scored = _with_clues(store, scored, rows, clues, config.w_answer, only)
     scored.sort(key=lambda pair: pair[1], reverse=True)
     if judge and scored:
         # canonical knowledge comes first whenever it is relevant at all (within a set share of
@@ -195,6 +201,29 @@ def _with_neighbours(
             best = max((base.get(m, 0.0) for m in around), default=0.0)
         cand.features["neighbor"] = best
         out.append((cand, score + weight * best))
+    return out
+
+
+def _with_clues(
+    store: KuzuStore,
+    scored: list[tuple[Candidate, float]],
+    rows: dict[str, ScoringRow],
+    clues: Mapping[str, float],
+    weight: float,
+    only: MemoryFilter | None,
+) -> list[tuple[Candidate, float]]:
+    """Add `weight` x the clue's strength x the best score: a list question's answers share
+    neither words nor much meaning with it, but they name its person beside the kind of thing
+    it asks for. A clue that recall did not gather joins with the clue alone."""
+    top = max((score for _, score in scored), default=0.0) or 1.0
+    known = {cand.memory_id for cand, _ in scored}
+    rows.update(store.get_scoring_rows([m for m in clues if m not in known], only))
+    out = list(scored) + [(Candidate(m), 0.0) for m in clues if m in rows and m not in known]
+    for i, (cand, score) in enumerate(out):
+        strength = clues.get(cand.memory_id, 0.0)
+        if strength:
+            cand.features["clue"] = strength
+            out[i] = (cand, score + weight * top * strength)
     return out
 
 
@@ -289,7 +318,7 @@ def _explain(cand: Candidate, filters: MemoryFilter, config: RecallConfig) -> di
         name
         for name, rank in (("vector", cand.vector_rank), ("keyword", cand.keyword_rank))
         if rank is not None
-    ]
+    ] + (["answer_hop"] if "clue" in cand.features else [])
     return {
         "recipe": config.name,
         "found_by": found_by,
@@ -311,6 +340,7 @@ def _explain(cand: Candidate, filters: MemoryFilter, config: RecallConfig) -> di
             "session": config.w_session,
             "recency": config.w_recency,
             "importance": config.w_importance,
+            "clue": config.w_answer,
         },
         "question_factor": config.question_factor,
         "filters": filters.model_dump(exclude_defaults=True),

@@ -204,6 +204,20 @@ def test_multihop_walks_from_the_person_asked_about_to_the_kind_of_thing_asked_f
 
     hop, plain = ranks(0.3), ranks(0.0)
     assert all(hop.index(m) < plain.index(m) for m in titles)
+    # plain recall fuses the same clues (without the walk); the text-only recipe does not
+    fused = oneshot.recall("What books has Tim read?", explain=True).hits
+    text_only = oneshot.recall("What books has Tim read?", recipe="hybrid-nograph").hits
+    order = [h.memory.id for h in fused]
+    assert all(order.index(m) < [h.memory.id for h in text_only].index(m) for m in titles)
+    clued = {h.memory.id: h.explain for h in fused if h.explain and "clue" in h.explain["features"]}
+    assert titles <= set(clued)
+    assert all("answer_hop" in e["found_by"] for e in clued.values())
+    assert not any(
+        h.explain and "clue" in h.explain["features"]
+        for h in oneshot.recall("What books has Ann read?", explain=True).hits
+    )  # Ann speaks in no conversation here: no clue, and no entity query
+    # a clue recall did not gather still obeys the filters
+    assert oneshot.recall("What books has Tim read?", filters={"tags": ["nowhere"]}).hits == []
     reached = oneshot.recall_multihop("What books has Tim read?", seed_k=1).hits
     path = next(h.path_text for h in reached if h.memory.id == stored[2].id)
     assert "-mentions-> Tim <-mentions- Tim: Finally finished" in path
