@@ -13,6 +13,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -271,7 +272,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
         if config.w_answer > 0:
             from graphmem.graph.multihop import answer_clues
 
-            clues = answer_clues(self.store, query)
+            clues = partial(answer_clues, self.store, query)
         hits: list[Hit] = run_recall(
             self.store,
             query,

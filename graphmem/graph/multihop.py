@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -167,12 +167,15 @@ def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dic
     return {m: paths[_m(m)] for m in memory_ids if _m(m) in paths}
 
 
-def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
+def answer_hop(
+    store: KuzuStore, query: str, sub: Subgraph, gathered: Collection[str] = ()
+) -> dict[str, float]:
     """Memories that hold a clue to a question about people, with its strength:
 
     - a thing of the kind the question asks for, named beside a person it names ("Which cities
-      has John visited?": John's memories that name a place), strength 1, unless more than
-      `MAX_KIND_MEMORIES` memories do (then the kind tells nothing);
+      has John visited?": John's memories that name a place), strength 1. If more than
+      `MAX_KIND_MEMORIES` memories do, the kind is too common to reach new memories by, but it
+      still tells apart those recall `gathered`: only they keep the clue;
     - a fact whose subject is such a person and whose verb is one of the question's
       ("john -visit-> chicago"), `VERB_FACT_SHARE`, added to the first.
 
@@ -192,12 +195,14 @@ def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
     share = 1.0 if asks_for_many(query) else SINGLE_ANSWER_SHARE
     labels = asked_labels(query)
     things = store.things_mentioned_with(people, labels, limit=MAX_MEMORIES) if labels else []
-    if len({memory_id for memory_id, *_ in things}) <= MAX_KIND_MEMORIES:
-        for memory_id, person, thing, name in things:
-            sub.names[_e(thing)] = name
-            sub.link(_m(memory_id), _e(person), "mentions", 1.0)
-            sub.link(_m(memory_id), _e(thing), "mentions", 1.0)
-            clues[memory_id] = share
+    if len({memory_id for memory_id, *_ in things}) > MAX_KIND_MEMORIES:
+        within = set(gathered)
+        things = [thing for thing in things if thing[0] in within]
+    for memory_id, person, thing, name in things:
+        sub.names[_e(thing)] = name
+        sub.link(_m(memory_id), _e(person), "mentions", 1.0)
+        sub.link(_m(memory_id), _e(thing), "mentions", 1.0)
+        clues[memory_id] = share
     facts = store.facts_of_people(people, verb_lemmas(query, set(names)), limit=MAX_MEMORIES)
     for memory_id, person, predicate, obj, name in facts:
         sub.names[_e(obj)] = name
@@ -208,14 +213,14 @@ def answer_hop(store: KuzuStore, query: str, sub: Subgraph) -> dict[str, float]:
     return clues
 
 
-def answer_clues(store: KuzuStore, query: str) -> dict[str, float]:
+def answer_clues(store: KuzuStore, query: str, gathered: Collection[str]) -> dict[str, float]:
     """The answer hop on its own, for plain recall: its clues without the walk's subgraph.
     Only a question that names someone who speaks in the store's conversations can have any,
     so any other query costs no store query."""
     names = parse_names(query)
     if not names or not set(names) & store.speakers():
         return {}
-    return answer_hop(store, query, Subgraph())
+    return answer_hop(store, query, Subgraph(), gathered)
 
 
 def personalised_pagerank(

@@ -199,7 +199,8 @@ class GraphOps:
         seeds = {h.memory.id: h.score for h in recalled.hits[:seed_k]}
         sub = multihop.gather(self.store, list(seeds), max_hops=max_hops)
         walked = multihop.rank(sub, seeds, damping=damping)
-        clues = multihop.answer_hop(self.store, query, sub) if max_hops else {}
+        gathered = [h.memory.id for h in recalled.hits]
+        clues = multihop.answer_hop(self.store, query, sub, gathered) if max_hops else {}
         scores = multihop.fuse(
             {h.memory.id: h.score for h in recalled.hits},
             walked,

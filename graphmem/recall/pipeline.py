@@ -8,7 +8,7 @@ thing for every store size.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,10 +78,11 @@ def recall(
     *,
     limit: int,
     explain: bool,
-    clues: Mapping[str, float] | None = None,
+    clues: Callable[[Collection[str]], Mapping[str, float]] | None = None,
 ) -> list[Hit]:
-    """`clues`: memory id -> strength of the answer hop's clue in it (graph.multihop), fused
-    with `config.w_answer`; a clue outside the candidates joins them if it passes the filters."""
+    """`clues`: given the candidates, memory id -> strength of the answer hop's clue in it
+    (graph.multihop), fused with `config.w_answer`; a clue outside the candidates joins them if
+    it passes the filters."""
     # list and recall hide archived memories unless asked; filter only when something is hidden
     restricted = not filters.is_empty() or store.has_archived()
     only = filters if restricted else None
@@ -149,8 +150,10 @@ def recall(
             (cand, score * config.question_factor if rows[cand.memory_id].asks else score)
             for cand, score in scored
         ]
-    if clues and config.w_answer > 0:
-        scored = _with_clues(store, scored, rows, clues, config.w_answer, only)
+    if clues is not None and config.w_answer > 0:
+        found = clues(rows.keys())
+        if found:
+            scored = _with_clues(store, scored, rows, found, config.w_answer, only)
     scored.sort(key=lambda pair: pair[1], reverse=True)
     if judge and scored:
         # canonical knowledge comes first whenever it is relevant at all (within a set share of

@@ -221,3 +221,21 @@ def test_multihop_walks_from_the_person_asked_about_to_the_kind_of_thing_asked_f
     reached = oneshot.recall_multihop("What books has Tim read?", seed_k=1).hits
     path = next(h.path_text for h in reached if h.memory.id == stored[2].id)
     assert "-mentions-> Tim <-mentions- Tim: Finally finished" in path
+
+
+def test_a_kind_too_common_to_reach_by_still_marks_what_recall_gathered(
+    oneshot: GraphMemory,
+) -> None:
+    many = multihop.MAX_KIND_MEMORIES + 5
+    stored = oneshot.remember_many(
+        [{"content": f'Tim: finished "The Book Number {i}" last night.'} for i in range(many)]
+    )
+    oneshot.index_triples()
+    question = "What books has Tim read?"
+
+    # more memories name Tim beside a title than the kind may reach: none is brought in
+    assert multihop.answer_hop(oneshot.store, question, Subgraph()) == {}
+    # but among what recall gathered, the kind still tells
+    gathered = [m.id for m in stored[:3]]
+    clues = multihop.answer_hop(oneshot.store, question, Subgraph(), gathered)
+    assert {m for m, v in clues.items() if v >= 1.0} == set(gathered)
