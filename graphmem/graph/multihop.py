@@ -197,7 +197,7 @@ def answer_hop(
     things = store.things_mentioned_with(people, labels, limit=MAX_MEMORIES) if labels else []
     if len({memory_id for memory_id, *_ in things}) > MAX_KIND_MEMORIES:
         within = set(gathered)
-        things = [thing for thing in things if thing[0] in within]
+        things = [row for row in things if row[0] in within]
     for memory_id, person, thing, name in things:
         sub.names[_e(thing)] = name
         sub.link(_m(memory_id), _e(person), "mentions", 1.0)
