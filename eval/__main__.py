@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         "--system",
         default="hybrid",
         help="recipe name(s), comma-separated, or 'graph' (hybrid fused with the entity-graph "
-        "walk); 'all' = hybrid,hybrid-nograph,graph,bm25,vector",
+        f"walk); 'all' = {','.join(ALL_SYSTEMS)}",
     )
     loc.add_argument("--out", type=Path)
     loc.add_argument("--embedding", default="local", help=embedding.HELP)
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     extract.add_argument("--extractor", default="spacy", help="spacy | rules | llm")
     extract.add_argument("--batch", type=int, default=1_000, help="texts per extract() call")
     extract.add_argument("--out", type=Path)
-    systems_help = "recipe name(s) or 'graph', comma-separated; 'all' = hybrid,hybrid-nograph,graph,bm25,vector"
+    systems_help = f"recipe name(s) or 'graph', comma-separated; 'all' = {','.join(ALL_SYSTEMS)}"
     lme = sub.add_parser("longmemeval", help="LongMemEval _S session recall and nDCG @5/10")
     lme.add_argument(
         "--data",

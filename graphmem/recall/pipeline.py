@@ -217,7 +217,8 @@ def _with_clues(
 ) -> list[tuple[Candidate, float]]:
     """Add `weight` x the clue's strength x the best score: a list question's answers share
     neither words nor much meaning with it, but they name its person beside the kind of thing
-    it asks for. A clue that recall did not gather joins with the clue alone."""
+    it asks for. A clue that recall did not gather joins with the clue alone (its scoring row
+    is added to `rows`)."""
     top = max((score for _, score in scored), default=0.0) or 1.0
     known = {cand.memory_id for cand, _ in scored}
     rows.update(store.get_scoring_rows([m for m in clues if m not in known], only))

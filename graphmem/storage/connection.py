@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import kuzu
 import pyarrow as pa
@@ -43,6 +43,7 @@ CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024  # Kùzu's own default threshold
 MIN_BUFFER_POOL = 1 << 30
 HOLDER_FILE = "holder.json"
 CONTENT_STAMP = "content_stamp"  # _Meta key, changed by every write to memory text or vectors
+_T = TypeVar("_T")
 _TXN_CONTROL = re.compile(r"(^|;)\s*(BEGIN|COMMIT|ROLLBACK|CHECKPOINT)\b", re.IGNORECASE)
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _AUTO_TXN_ONLY = re.compile(
@@ -232,14 +233,7 @@ class KuzuConnection:
         transaction sees its own uncommitted rows."""
         if self._txn_thread == threading.get_ident():
             return self.execute(query, params)
-        with self._pooled() as conn:
-            try:
-                result = self._run(conn, query, params)
-                if isinstance(result, list):
-                    result = result[-1]
-                return [list(row) for row in result.get_all()]
-            except RuntimeError as exc:
-                raise StorageError(str(exc), query=query[:200]) from exc
+        return self._read_pooled(query, params, lambda r: [list(row) for row in r.get_all()])
 
     def read_tuples(
         self, query: str, params: dict[str, Any] | None = None
@@ -248,25 +242,24 @@ class KuzuConnection:
         through arrow, column by column, in half the time of Kùzu's row iterator."""
         if self._txn_thread == threading.get_ident():
             return [tuple(row) for row in self.execute(query, params)]
-        with self._pooled() as conn:
-            try:
-                result = self._run(conn, query, params)
-                if isinstance(result, list):
-                    result = result[-1]
-                table = result.get_as_arrow(chunk_size=100_000)
-            except RuntimeError as exc:
-                raise StorageError(str(exc), query=query[:200]) from exc
+        table = self._read_pooled(query, params, lambda r: r.get_as_arrow(chunk_size=100_000))
         return list(zip(*(column.to_pylist() for column in table.columns), strict=True))
 
     def read_arrow(self, query: str, *, chunk_size: int = 100_000) -> pa.Table:
         """`read` for large results, as one arrow table (no python object per value)."""
         if self._txn_thread == threading.get_ident():
             return self.query_result(query).get_as_arrow(chunk_size=chunk_size)
+        return self._read_pooled(query, None, lambda r: r.get_as_arrow(chunk_size=chunk_size))
+
+    def _read_pooled(
+        self, query: str, params: dict[str, Any] | None, take: Callable[[Any], _T]
+    ) -> _T:
+        """Run a read on a pooled connection and `take` what it needs from the result while
+        the connection is still held."""
         with self._pooled() as conn:
             try:
-                result = conn.execute(query)
-                result = result[-1] if isinstance(result, list) else result
-                return result.get_as_arrow(chunk_size=chunk_size)
+                result = self._run(conn, query, params)
+                return take(result[-1] if isinstance(result, list) else result)
             except RuntimeError as exc:
                 raise StorageError(str(exc), query=query[:200]) from exc
 

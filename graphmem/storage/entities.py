@@ -360,16 +360,13 @@ class EntityRepository(KnowledgeRepository):
         people (entity ids; only person entities count) beside an entity with one of the labels."""
         if not people or not labels:
             return []
-        return [
-            (r[0], r[1], r[2], r[3])
-            for r in self.read(
-                "MATCH (p:Entity)<-[:MENTIONS]-(m:Memory)-[:MENTIONS]->(x:Entity) "
-                "WHERE p.id IN $people AND p.label = 'person' AND x.label IN $labels "
-                "AND NOT x.id IN $people AND m.lifecycle <> 'archived' "
-                "RETURN m.id, p.id, x.id, x.name LIMIT $limit",
-                {"people": list(people), "labels": list(labels), "limit": limit},
-            )
-        ]
+        return self.read_tuples(
+            "MATCH (p:Entity)<-[:MENTIONS]-(m:Memory)-[:MENTIONS]->(x:Entity) "
+            "WHERE p.id IN $people AND p.label = 'person' AND x.label IN $labels "
+            "AND NOT x.id IN $people AND m.lifecycle <> 'archived' "
+            "RETURN m.id, p.id, x.id, x.name LIMIT $limit",
+            {"people": list(people), "labels": list(labels), "limit": limit},
+        )
 
     def facts_of_people(
         self, people: Sequence[str], verbs: Sequence[str], *, limit: int
@@ -379,17 +376,14 @@ class EntityRepository(KnowledgeRepository):
         one of the verbs ("visit", "go" of "go_to"), with the live memories they came from."""
         if not people or not verbs:
             return []
-        return [
-            (r[0], r[1], r[2], r[3], r[4])
-            for r in self.read(
-                "MATCH (p:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity), "
-                "(f)-[:EXTRACTED_FROM]->(m:Memory) "
-                "WHERE p.id IN $people AND p.label = 'person' "
-                "AND split_part(f.predicate, '_', 1) IN $verbs AND m.lifecycle <> 'archived' "
-                "RETURN m.id, p.id, f.predicate, o.id, o.name LIMIT $limit",
-                {"people": list(people), "verbs": list(verbs), "limit": limit},
-            )
-        ]
+        return self.read_tuples(
+            "MATCH (p:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity), "
+            "(f)-[:EXTRACTED_FROM]->(m:Memory) "
+            "WHERE p.id IN $people AND p.label = 'person' "
+            "AND split_part(f.predicate, '_', 1) IN $verbs AND m.lifecycle <> 'archived' "
+            "RETURN m.id, p.id, f.predicate, o.id, o.name LIMIT $limit",
+            {"people": list(people), "verbs": list(verbs), "limit": limit},
+        )
 
     def facts_between(self, entity_ids: Sequence[str]) -> list[tuple[str, str, str, str]]:
         """(subject id, predicate, object id, fact id) for facts touching the entities."""
