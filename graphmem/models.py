@@ -301,6 +301,7 @@ class ImportReport(Model):
 class ReembedReport(Model):
     space: str
     embedded: int
+    passages: int = 0  # memories stored before passages existed, given theirs
     total: int
     seconds: float
     resumed: bool = False

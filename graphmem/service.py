@@ -12,7 +12,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ from graphmem.models import (
     validate_filter,
     validated,
 )
+from graphmem.passages import owner, passage_ids, passages
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
 from graphmem.recall.query import embedding_text
@@ -55,7 +56,7 @@ from graphmem.recall.warnings import dead_end_warnings
 from graphmem.settings import Settings, load_settings
 from graphmem.storage.backup import take_backup
 from graphmem.storage.store import KuzuStore
-from graphmem.storage.vectors import saved_space_names
+from graphmem.storage.vectors import PassageVectors, saved_space_names
 
 Progress = Callable[[int, int], None]
 SUPPLIED_WEIGHT = 1 / 16  # of an imported line that brings its vector, against one to embed
@@ -136,10 +137,29 @@ class GraphMemory(KnowledgeOps, GraphOps):
 
     # -- memories ---------------------------------------------------------------------------
 
-    def _embed(self, texts: list[str]) -> Any:
-        vectors = self.embedder.embed(texts)
-        self.store.ensure_space(self.embedder.space)
-        return vectors
+    def _embed_memories(
+        self,
+        memories: Sequence[Memory],
+        given: Sequence[npt.NDArray[np.float32] | None] | None = None,
+    ) -> tuple[npt.NDArray[np.float32], PassageVectors]:
+        """The memories' vectors (`given` ones kept) and their passages' (graphmem.passages),
+        from one embedder call."""
+        texts, missing = [], []
+        for i, memory in enumerate(memories):
+            if given is None or given[i] is None:
+                missing.append(i)
+                texts.append(self._embedding_text(memory))
+        ids, pieces = _passages_of(memories)
+        texts += pieces
+        space = self.embedder.space
+        embedded = self.embedder.embed(texts) if texts else np.zeros((0, space.dim), np.float32)
+        self.store.ensure_space(space)
+        vectors = np.zeros((len(memories), space.dim), np.float32)
+        for i, vector in enumerate(given or ()):
+            if vector is not None:
+                vectors[i] = vector
+        vectors[missing] = embedded[: len(missing)]
+        return vectors, (ids, embedded[len(missing) :])
 
     def remember(self, content: str, **fields: Any) -> Memory:
         """Store one memory; returns it with its id. Raises InvalidInput before writing anything."""
@@ -158,8 +178,8 @@ class GraphMemory(KnowledgeOps, GraphOps):
         for start in range(0, len(inputs), batch_size):
             batch = inputs[start : start + batch_size]
             memories = [self._new_memory(item) for item in batch]
-            vectors = self._embed([self._embedding_text(m) for m in memories])
-            self.store.insert_memories(memories, vectors, self.embedder.space)
+            vectors, found = self._embed_memories(memories)
+            self.store.insert_memories(memories, vectors, self.embedder.space, found)
             stored.extend(memories)
             self._extraction.schedule([m.id for m in memories])
             if on_progress:
@@ -201,11 +221,12 @@ class GraphMemory(KnowledgeOps, GraphOps):
             raise InvalidInput("nothing to update: give at least one field to change")
         current = self.store.get_memory(memory_id)
         updated = current.model_copy(update={**given, "updated_at": utcnow()})
-        vector = None
+        vector, found = None, None
         if updated.content != current.content or updated.title != current.title:
-            vector = self._embed([self._embedding_text(updated)])[0]
+            vectors, found = self._embed_memories([updated])
+            vector = vectors[0]
         self.store.update_memory(
-            updated, vector, self.embedder.space if vector is not None else None
+            updated, vector, self.embedder.space if vector is not None else None, found
         )
         if vector is not None:
             self.store.mark_pending_extraction([memory_id])
@@ -365,20 +386,12 @@ class GraphMemory(KnowledgeOps, GraphOps):
                     fresh.append((memory, vector))
             skipped += len(pending) - len(fresh)
             if fresh:
-                space = self.embedder.space
-                vectors = np.zeros((len(fresh), space.dim), np.float32)
-                missing = [i for i, (_, v) in enumerate(fresh) if v is None]
-                for i, (_, v) in enumerate(fresh):
-                    if v is not None:
-                        vectors[i] = v
-                if missing:
-                    vectors[missing] = self._embed(
-                        [self._embedding_text(fresh[i][0]) for i in missing]
-                    )
-                else:
-                    self.store.ensure_space(space)
-                supplied += len(fresh) - len(missing)
-                imported += self.store.insert_memories([m for m, _ in fresh], vectors, space)
+                memories = [m for m, _ in fresh]
+                vectors, found = self._embed_memories(memories, [v for _, v in fresh])
+                supplied += sum(v is not None for _, v in fresh)
+                imported += self.store.insert_memories(
+                    memories, vectors, self.embedder.space, found
+                )
             pending, load, given = [], 0.0, set()
 
         for lineno, line in enumerate(lines, start=first_line):
@@ -414,10 +427,11 @@ class GraphMemory(KnowledgeOps, GraphOps):
     def reembed(
         self, *, batch_size: int = 128, on_progress: Progress | None = None
     ) -> ReembedReport:
-        """Give every memory a vector in the active embedding space.
+        """Give every memory a vector in the active embedding space, and passage vectors
+        (graphmem.passages) to those stored before memories had them.
 
-        Only memories still missing a vector are embedded, one transaction per batch, so an
-        interrupted run resumes where it stopped when started again.
+        Only what is missing is embedded, one transaction per batch, so an interrupted run
+        resumes where it stopped when started again.
         """
         started = time.perf_counter()
         space = self.embedder.space
@@ -425,21 +439,45 @@ class GraphMemory(KnowledgeOps, GraphOps):
         have = set(self.store.vector_ids(space))
         everything = self.store.all_memory_ids()
         todo = sorted(everything - have)
-        for start in range(0, len(todo), batch_size):
-            ids = todo[start : start + batch_size]
+        # a memory with passages has "<id>#0"; one without may be a single sentence
+        unsplit = sorted((everything & have) - self.store.passage_owners(space))
+        given = 0
+        work = todo + unsplit
+        for start in range(0, len(work), batch_size):
+            ids = work[start : start + batch_size]
             memories = self.store.get_memories(ids)
-            vectors = self.embedder.embed([self._embedding_text(memories[i]) for i in ids])
+            batch = [memories[i] for i in ids if i in memories]
+            fresh = [m for m in batch if m.id not in have]
+            vectors, found = self._embed_memories(fresh)
+            old_ids, pieces = _passages_of([m for m in batch if m.id in have])
+            given += len({owner(i) for i in old_ids})
             with self.store.transaction():
-                self.store.put_vectors(space, ids, vectors)
+                if fresh:
+                    self.store.put_vectors(space, [m.id for m in fresh], vectors)
+                    self.store.put_passages(space, *found)
+                if pieces:
+                    self.store.put_passages(space, old_ids, self.embedder.embed(pieces))
             if on_progress:
-                on_progress(start + len(ids), len(todo))
+                on_progress(start + len(ids), len(work))
         return ReembedReport(
             space=space.label,
             embedded=len(todo),
+            passages=given,
             total=len(everything),
             seconds=round(time.perf_counter() - started, 3),
             resumed=bool(todo) and bool(have & everything),
         )
+
+
+def _passages_of(memories: Iterable[Memory]) -> tuple[list[str], list[str]]:
+    """(passage ids, passage texts) of the memories, in order."""
+    ids: list[str] = []
+    texts: list[str] = []
+    for memory in memories:
+        found = passages(memory.content)
+        ids += passage_ids(memory.id, len(found))
+        texts += found
+    return ids, texts
 
 
 _KEPT_ON_IMPORT = (

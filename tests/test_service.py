@@ -277,6 +277,40 @@ def test_export_then_import_into_a_new_store_is_lossless(
     assert ids_of(other.recall("#47", recipe="bm25")) == [originals[0].id]
 
 
+TWO_SENTENCES = "The billing worker leaks file handles. Restarting it every night hides the leak."
+
+
+def _passage_owners(gm: GraphMemory) -> set[str]:
+    return gm.store.passage_owners(gm.embedder.space)
+
+
+def test_an_import_that_brings_vectors_still_gets_passage_vectors(
+    gm: GraphMemory, other: GraphMemory
+) -> None:
+    long = gm.remember(TWO_SENTENCES)
+    short = gm.remember("one sentence only")
+    buffer = io.StringIO()
+    export_jsonl(gm, buffer, with_vectors=True)
+
+    report = other.import_jsonl(buffer.getvalue().splitlines())
+
+    assert (report.imported, report.vectors_supplied) == (2, 2)
+    assert _passage_owners(other) == {long.id} and short.id not in _passage_owners(other)
+
+
+def test_reembed_gives_passages_to_memories_stored_before_them(gm: GraphMemory) -> None:
+    long = gm.remember(TWO_SENTENCES)
+    gm.remember("one sentence only")
+    table = f"Psg_{gm.embedder.space.name}"
+    gm.cypher(f"MATCH (p:{table}) DELETE p", write=True)  # as a store from before passages
+    assert _passage_owners(gm) == set()
+
+    first = gm.reembed()
+    assert (first.embedded, first.passages) == (0, 1)
+    assert _passage_owners(gm) == {long.id}
+    assert gm.reembed().passages == 0
+
+
 def test_export_writes_oldest_first(gm: GraphMemory) -> None:
     gm.remember_many(
         [

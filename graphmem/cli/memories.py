@@ -391,7 +391,8 @@ def reembed(
             )
         if as_json:
             return emit_json(report)
+        passages = f", {report.passages} given passages" if report.passages else ""
         out.print(
-            f"{report.embedded} memories embedded into {report.space} "
+            f"{report.embedded} memories embedded into {report.space}{passages} "
             f"({report.total} in all) in {report.seconds:.1f}s"
         )

@@ -33,6 +33,10 @@ class RecallConfig(BaseModel):
     date_window_days: float = 30.0
     w_neighbor: float = 0.25
     w_neighbor_many: float = 0.125  # w_neighbor for a question after several things
+    # how far a memory's best passage (graphmem.passages) lifts its cosine toward the
+    # passage's own: 1 = the better of the two; a conversation turn's own share
+    w_passage: float = Field(default=1.0, ge=0.0, le=1.0)
+    w_passage_turn: float = Field(default=0.5, ge=0.0, le=1.0)
     w_recency: float = 0.02
     w_importance: float = 0.02
     recency_half_life_days: float = 30.0
@@ -54,6 +58,10 @@ class RecallConfig(BaseModel):
     @property
     def needs_vectors(self) -> bool:
         return self.vector_candidates > 0 and (self.w_cosine > 0 or self.fusion == "rrf")
+
+    @property
+    def needs_passages(self) -> bool:
+        return self.needs_vectors and (self.w_passage > 0 or self.w_passage_turn > 0)
 
     @property
     def needs_keywords(self) -> bool:

@@ -66,6 +66,7 @@ class ScoringRow:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     search_text: str = ""
+    turn: bool = False  # a conversation turn: its content opens with "Name: "
     asks: bool = False  # a conversation turn that ends on a question (see `of`)
 
     @classmethod
@@ -73,8 +74,9 @@ class ScoringRow:
         data: dict[str, Any] = {f: values.get(f) for f in _SCORING}
         # between people, a turn that ends by asking hands the floor over: what answers it is
         # the next turn. A request to an assistant ends on a question too, but holds the facts.
-        content = values.get("content")  # read for recall's candidates only
-        data["asks"] = bool(content and SPEAKER.match(content) and ends_asking(content))
+        content = values.get("content") or ""  # read for recall's candidates only
+        data["turn"] = bool(SPEAKER.match(content))
+        data["asks"] = data["turn"] and ends_asking(content)
         data["tags"] = tuple(data["tags"] or ())
         data["search_text"] = data["search_text"] or ""
         data["importance"] = data["importance"] if data["importance"] is not None else 0.5

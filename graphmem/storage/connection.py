@@ -90,6 +90,7 @@ class KuzuConnection:
         self._in_txn = False
         self._txn_thread: int | None = None
         self._prepared: dict[tuple[Any, ...], Any] = {}
+        self._tables: frozenset[str] | None = None  # table names, until the schema changes
         self._read_idle: list[kuzu.Connection] = []
         self._read_gate = threading.Condition()  # guards _read_idle and the four fields below
         self._read_tickets = 0  # reads that asked for a pooled connection, in order
@@ -225,6 +226,7 @@ class KuzuConnection:
     def schema_changed(self) -> None:
         """Prepared statements were planned against the old catalog: drop them."""
         self._prepared.clear()
+        self._tables = None
 
     def read(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         """Run a read-only statement on a pooled connection, beside any write in progress.
@@ -327,6 +329,7 @@ class KuzuConnection:
                 # Kùzu may already have rolled back the failed statement's transaction
                 with suppress(RuntimeError):
                     self._conn.execute("ROLLBACK")
+                self.schema_changed()  # a table created in the transaction is gone
                 self._on_rollback()
                 raise
             if self._content_changed:
@@ -473,8 +476,13 @@ class KuzuConnection:
 
     # -- metadata and migrations --------------------------------------------------------------
 
-    def table_names(self) -> set[str]:
-        return {row[0] for row in self.execute("CALL show_tables() RETURN name")}
+    def table_names(self) -> frozenset[str]:
+        """Kept until the schema changes: recall asks on every query."""
+        tables = self._tables
+        if tables is None:
+            tables = frozenset(row[0] for row in self.execute("CALL show_tables() RETURN name"))
+            self._tables = tables
+        return tables
 
     def meta_get(self, key: str) -> str | None:
         rows = self.execute("MATCH (m:_Meta {key: $k}) RETURN m.value", {"k": key})
@@ -514,6 +522,7 @@ class KuzuConnection:
                     "CREATE NODE TABLE _Migration(version INT64 PRIMARY KEY, name STRING, "
                     "applied_at TIMESTAMP)"
                 )
+                self.schema_changed()
             applied = self._applied()
             known = migrations()
             latest = known[-1].version if known else 0
@@ -535,6 +544,7 @@ class KuzuConnection:
                 # Kùzu 0.11.3 cannot replay a dropped FTS index from its WAL after a crash
                 # ("Cannot find table catalog entry"): the schema change goes to disk now.
                 self.checkpoint()
+            self.schema_changed()
             return done
 
     def _apply(self, migration: Migration) -> None:

@@ -30,7 +30,7 @@ from graphmem.storage.columns import (
 )
 from graphmem.storage.keywords import KeywordIndex
 from graphmem.storage.search_cache import MIN_MEMORIES
-from graphmem.storage.vectors import COPY_MIN_ROWS, VectorTables
+from graphmem.storage.vectors import COPY_MIN_ROWS, PassageVectors, VectorTables
 from graphmem.text import index_text
 
 _FIELDS = MEMORY_FIELDS
@@ -130,8 +130,10 @@ class MemoryRepository(VectorTables):
         memories: Sequence[Memory],
         vectors: npt.NDArray[np.float32],
         space: EmbeddingSpace,
+        passages: PassageVectors | None = None,
     ) -> int:
-        """Insert rows and their vectors atomically; returns how many were inserted."""
+        """Insert rows, their vectors and their passages' atomically; returns how many were
+        inserted."""
         if not memories:
             return 0
         rows = [memory_to_row(m) for m in memories]
@@ -153,6 +155,8 @@ class MemoryRepository(VectorTables):
                 self.query_result(f"COPY Memory({names}) FROM $rows", {"rows": table})
                 self.checkpoint_at_commit()
             self.put_vectors(space, ids, vectors)
+            if passages is not None:
+                self.put_passages(space, *passages)
             self._rows_written(rows, table.column("search_text"))
         return len(memories)
 
@@ -264,7 +268,9 @@ class MemoryRepository(VectorTables):
         memory: Memory,
         vector: npt.NDArray[np.float32] | None,
         space: EmbeddingSpace | None,
+        passages: PassageVectors | None = None,
     ) -> None:
+        """`vector` (and `passages`) replace the memory's vector and passages when given."""
         row = memory_to_row(memory)
         assignments = ", ".join(f"m.{f} = {_param(f)}" for f in _SET_FIELDS)
         params = {f"p_{f}": row[f] for f in _SET_FIELDS}
@@ -278,6 +284,8 @@ class MemoryRepository(VectorTables):
             if vector is not None and space is not None:
                 self.delete_vectors([memory.id])
                 self.put_vectors(space, [memory.id], vector.reshape(1, -1))
+                if passages is not None:
+                    self.put_passages(space, *passages)
             self._rows_written([row], [row["search_text"]])
 
     def delete_memory(self, memory_id: str) -> None:

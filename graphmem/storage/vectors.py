@@ -19,11 +19,13 @@ import pyarrow as pa
 
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput
+from graphmem.passages import SEPARATOR, owner, passage_ids
 from graphmem.storage.connection import KuzuConnection
 from graphmem.storage.row_ids import RowIds
 from graphmem.storage.search_cache import SavedMatrix, SearchCache
 
 VEC_PREFIX = "Vec_"
+PASSAGE_PREFIX = "Psg_"  # a space's passage vectors (graphmem.passages), keyed by passage id
 # From this many vectors, a scan first scores every row in PROJECTED_DIMS dimensions (a third of
 # the memory read), then scores exactly the best RERANK x top of them. Measured at 100k x 384:
 # 11 ms exact, ~4 ms projected; recall of the exact top 100 in eval/results/bench_*.json.
@@ -33,6 +35,8 @@ RERANK = 8
 # COPY writes a vector in ~15 µs, LOAD FROM ... CREATE in ~180 (384 dims, measured), but COPY
 # makes the commit checkpoint, which must wait for reads in flight: worth it for big batches only
 COPY_MIN_ROWS = 256
+# (passage ids, their vectors): what `put_passages` writes
+PassageVectors = tuple[Sequence[str], npt.NDArray[np.float32]]
 
 
 class _Rows:
@@ -126,9 +130,14 @@ def table_for(space: EmbeddingSpace) -> str:
     return VEC_PREFIX + space.name
 
 
+def passage_table_for(space: EmbeddingSpace) -> str:
+    return PASSAGE_PREFIX + space.name
+
+
 def saved_space_names(home: Path) -> set[str]:
     """The spaces of the search structures saved last, read without opening the store."""
-    return {t.removeprefix(VEC_PREFIX) for t in SearchCache(home).vector_tables()}
+    tables = SearchCache(home).vector_tables()
+    return {t.removeprefix(VEC_PREFIX) for t in tables if t.startswith(VEC_PREFIX)}
 
 
 class VectorTables(KuzuConnection):
@@ -157,20 +166,42 @@ class VectorTables(KuzuConnection):
 
     def ensure_space(self, space: EmbeddingSpace) -> None:
         """Create the space's table on first use and record what the space is."""
-        table = table_for(space)
         with self._lock:
-            if table in self.table_names():
-                return
-            self.execute(
-                f"CREATE NODE TABLE {table}(id STRING PRIMARY KEY, vec FLOAT[{space.dim}])"
-            )
-            self._cache().pop(table, None)
-            self.schema_changed()
-            info = {"provider": space.provider, "model": space.model, "dim": space.dim}
-            self.meta_set(f"space:{space.name}", json.dumps(info))
+            if self._ensure_table(table_for(space), space.dim):
+                info = {"provider": space.provider, "model": space.model, "dim": space.dim}
+                self.meta_set(f"space:{space.name}", json.dumps(info))
+
+    def _ensure_table(self, table: str, dim: int) -> bool:
+        """Create a vector table unless it exists; True if it was created."""
+        if table in self.table_names():
+            return False
+        self.execute(f"CREATE NODE TABLE {table}(id STRING PRIMARY KEY, vec FLOAT[{dim}])")
+        self._cache().pop(table, None)
+        self.schema_changed()
+        return True
 
     def put_vectors(
         self, space: EmbeddingSpace, ids: Sequence[str], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        self.ensure_space(space)
+        self._insert(table_for(space), space, ids, vectors)
+
+    def put_passages(
+        self, space: EmbeddingSpace, ids: Sequence[str], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Passage vectors, by passage id (`graphmem.passages.passage_ids`)."""
+        if not len(ids):
+            return
+        with self._lock:
+            self._ensure_table(passage_table_for(space), space.dim)
+        self._insert(passage_table_for(space), space, ids, vectors)
+
+    def _insert(
+        self,
+        name: str,
+        space: EmbeddingSpace,
+        ids: Sequence[str],
+        vectors: npt.NDArray[np.float32],
     ) -> None:
         if vectors.shape != (len(ids), space.dim):
             raise InvalidInput(
@@ -178,7 +209,6 @@ class VectorTables(KuzuConnection):
                 space=space.label,
             )
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self.ensure_space(space)
         table = pa.table(
             {
                 "id": pa.array(list(ids), pa.string()),
@@ -189,30 +219,37 @@ class VectorTables(KuzuConnection):
             # an arrow table cannot go through a prepared statement, hence query_result
             if len(ids) < COPY_MIN_ROWS:
                 self.query_result(
-                    f"LOAD FROM $t CREATE (:{table_for(space)} {{id: id, vec: vec}})", {"t": table}
+                    f"LOAD FROM $t CREATE (:{name} {{id: id, vec: vec}})", {"t": table}
                 )
             else:
                 with self.transaction():  # joins the caller's, if any
-                    self.query_result(f"COPY {table_for(space)} FROM $t", {"t": table})
+                    self.query_result(f"COPY {name} FROM $t", {"t": table})
                     self.checkpoint_at_commit()
-            cached = self._cache().get(table_for(space))
+            cached = self._cache().get(name)
             if cached is not None:
                 cached.append(ids, vectors)
                 self._search_unsaved = True
             self.content_changed()
 
     def delete_vectors(self, ids: Sequence[str]) -> None:
-        """Delete the ids' vectors in every space. The in-process matrices drop those rows
-        rather than being read again: ~30 ms instead of ~1 s at 100k vectors, for every
-        update that changes a memory's text."""
+        """Delete the ids' vectors and passages in every space. The in-process matrices drop
+        those rows rather than being read again: ~30 ms instead of ~1 s at 100k vectors, for
+        every update that changes a memory's text."""
         gone = set(ids)
+        passages = {p for i in gone for p in passage_ids(i)}
         with self._lock:
-            for table in self.vector_tables():
-                self.execute(f"MATCH (v:{table}) WHERE v.id IN $ids DELETE v", {"ids": list(gone)})
-                cached = self._cache().get(table)
-                if cached is not None and cached.drop(gone):
-                    self._search_unsaved = True
+            for table in self.table_names():
+                if table.startswith(VEC_PREFIX):
+                    self._delete_rows(table, gone)
+                elif table.startswith(PASSAGE_PREFIX):
+                    self._delete_rows(table, passages)
             self.content_changed()
+
+    def _delete_rows(self, table: str, gone: set[str]) -> None:
+        self.execute(f"MATCH (v:{table}) WHERE v.id IN $ids DELETE v", {"ids": list(gone)})
+        cached = self._cache().get(table)
+        if cached is not None and cached.drop(gone):
+            self._search_unsaved = True
 
     def vector_count(self, space: EmbeddingSpace) -> int:
         if table_for(space) not in self.table_names():
@@ -222,13 +259,13 @@ class VectorTables(KuzuConnection):
     def vector_ids(self, space: EmbeddingSpace) -> RowIds:
         """Ids with a vector in the space (a live view of the cached index: do not change it)."""
         with self._lock:
-            return self._load(space).ids
+            return self._load(table_for(space), space.dim).ids
 
     def vectors(self, space: EmbeddingSpace) -> tuple[RowIds, npt.NDArray[np.float32]]:
         """(row ids, matrix) of every vector in the space, read once per process. An id written
         twice has two rows; `RowIds.rows` gives the latest."""
         with self._lock:
-            cached = self._load(space)
+            cached = self._load(table_for(space), space.dim)
             return cached.ids, cached.matrix(space.dim)
 
     def nearest(
@@ -240,9 +277,59 @@ class VectorTables(KuzuConnection):
     ) -> list[tuple[str, float]]:
         """The `top` rows most similar to `vector` (cosine, best first) among those `mask`
         allows (rows added after the mask was made are left out)."""
+        return self._nearest(table_for(space), space.dim, vector, top, mask)
+
+    def nearest_passages(
+        self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], top: int
+    ) -> dict[str, float]:
+        """Memory id -> cosine of its best passage, for the memories that own the `top`
+        passages most similar to `vector`."""
+        if passage_table_for(space) not in self.table_names():
+            return {}
+        best: dict[str, float] = {}
+        for passage, score in self._nearest(passage_table_for(space), space.dim, vector, top):
+            best.setdefault(owner(passage), score)  # best first
+        return best
+
+    def passage_owners(self, space: EmbeddingSpace) -> set[str]:
+        """Ids of the memories with passage vectors in the space."""
+        if passage_table_for(space) not in self.table_names():
+            return set()
         with self._lock:
-            cached = self._load(space)
+            ids = self._load(passage_table_for(space), space.dim).ids
+        first = f"{SEPARATOR}0"
+        return {owner(i) for i in ids if i.endswith(first)}
+
+    def passage_scores(
+        self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Memory id -> cosine of its best passage, for those of `ids` that have passages."""
+        if not ids or passage_table_for(space) not in self.table_names():
+            return {}
+        with self._lock:
+            cached = self._load(passage_table_for(space), space.dim)
             matrix = cached.matrix(space.dim)
+            found = cached.ids.within([p for i in ids for p in passage_ids(i)], len(matrix))
+        if not found:
+            return {}
+        scores = matrix[[row for _, row in found]] @ vector
+        best: dict[str, float] = {}
+        for (passage, _), score in zip(found, scores.tolist(), strict=True):
+            memory_id = owner(passage)
+            best[memory_id] = max(best.get(memory_id, score), score)
+        return best
+
+    def _nearest(
+        self,
+        table: str,
+        dim: int,
+        vector: npt.NDArray[np.float32],
+        top: int,
+        mask: npt.NDArray[np.bool_] | None = None,
+    ) -> list[tuple[str, float]]:
+        with self._lock:
+            cached = self._load(table, dim)
+            matrix = cached.matrix(dim)
             ids = cached.ids
             projected = cached.projection(matrix) if len(matrix) >= PROJECT_MIN_ROWS else None
         top = min(top, len(matrix))
@@ -268,14 +355,13 @@ class VectorTables(KuzuConnection):
         best = best[np.argsort(-scores[best], kind="stable")]
         return [(ids[i], float(scores[i])) for i in best if np.isfinite(scores[i])]
 
-    def _load(self, space: EmbeddingSpace) -> _Matrix:
-        table = table_for(space)
+    def _load(self, table: str, dim: int) -> _Matrix:
         cached = self._cache().get(table)
         if cached is not None:
             return cached
         cached = _Matrix()
         saved = self._saved_search()
-        hit = saved.matrix(table, space.dim) if saved and table in self.table_names() else None
+        hit = saved.matrix(table, dim) if saved and table in self.table_names() else None
         if hit is not None and saved is not None:
             cached.ids, cached.rows = hit[0], _Rows(hit[1])
             projection = saved.projection(table, len(hit[0]))
@@ -288,6 +374,6 @@ class VectorTables(KuzuConnection):
             if arrow.num_rows:
                 cached.ids = RowIds(arrow.column(0).to_pylist())
                 flat = arrow.column(1).combine_chunks().flatten().to_numpy(zero_copy_only=False)
-                cached.rows = _Rows(np.asarray(flat, dtype=np.float32).reshape(-1, space.dim))
+                cached.rows = _Rows(np.asarray(flat, dtype=np.float32).reshape(-1, dim))
         self._cache()[table] = cached
         return cached

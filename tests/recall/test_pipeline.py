@@ -179,6 +179,60 @@ def test_rrf_recipe_and_a_custom_config_both_rank(shared: GraphMemory) -> None:
     assert "JWT refresh" in custom[0].memory.content
 
 
+BURIED = (
+    "We moved the nightly export to a new cron host. The dashboards were renamed for the "
+    "quarterly review. The billing worker leaks file handles after the v3 upgrade. Lunch "
+    "orders now go through the shared form. Badges are printed at the front desk."
+)
+
+
+def test_a_sentence_buried_in_a_long_memory_is_found_by_its_passage(gm: GraphMemory) -> None:
+    buried = gm.remember(BURIED)
+    gm.remember("Billing handles worker files for the export.")
+    query = "billing worker leaks file handles"
+    whole = RecallConfig(name="whole", w_bm25=0, w_terms=0, w_passage=0, w_passage_turn=0)
+    assert gm.recall(query, recipe=whole)[0].memory.id != buried.id
+    found = gm.recall(query, recipe=whole.model_copy(update={"w_passage": 1.0}), explain=True)
+    assert found[0].memory.id == buried.id
+    sentence = gm.embedder.embed(["The billing worker leaks file handles after the v3 upgrade."])
+    cosine = float(sentence[0] @ gm.embedder.embed_query(query))
+    explain = found[0].explain
+    assert explain and explain["passage_raw"] == pytest.approx(cosine, abs=1e-5)
+    assert explain["cosine_raw"] == pytest.approx(
+        float(gm.embedder.embed([BURIED])[0] @ gm.embedder.embed_query(query)), abs=1e-5
+    )
+
+
+def test_a_conversation_turn_is_lifted_toward_its_best_passage_by_its_own_share(
+    gm: GraphMemory,
+) -> None:
+    turn = gm.remember("Caroline: " + BURIED)
+    note = gm.remember(BURIED)
+    query = "billing worker leaks file handles"
+    only_cosine = RecallConfig(
+        name="cosine", w_bm25=0, w_terms=0, w_names=0, w_speaker=0, w_recency=0, w_importance=0
+    )
+
+    def scores(share: float) -> dict[str, float]:
+        recipe = only_cosine.model_copy(update={"w_passage_turn": share})
+        return {h.memory.id: h.score for h in gm.recall(query, recipe=recipe)}
+
+    whole_way, half_way = scores(1.0), scores(0.5)
+    assert whole_way[turn.id] == pytest.approx(whole_way[note.id])  # the same best passage
+    assert half_way[turn.id] < half_way[note.id] == pytest.approx(whole_way[note.id])
+
+
+def test_filters_apply_to_memories_found_by_their_passages(gm: GraphMemory) -> None:
+    buried = gm.remember(BURIED, context="office")
+    gm.remember("Billing handles worker files for the export.", context="billing")
+    hits = gm.recall(
+        "billing worker leaks file handles", filters={"context": "billing"}, recipe="vector"
+    )
+    assert buried.id not in ids_of(hits)
+    office = gm.recall("billing worker leaks", filters={"context": "office"}, recipe="vector")
+    assert ids_of(office) == [buried.id]
+
+
 def test_every_named_recipe_is_accepted(shared: GraphMemory) -> None:
     for name in RECIPES:
         assert shared.recall("redis", recipe=name).hits, name
@@ -432,3 +486,18 @@ def test_a_question_after_several_things_borrows_less_from_neighbouring_turns(
     one, many = lent("Which lake did Jo camp at?"), lent("Which lakes has Jo camped at?")
     assert one > 0 and many > 0
     assert many < one
+
+
+def test_only_conversation_turns_lend_to_their_neighbours(gm: GraphMemory) -> None:
+    gm.remember_many(
+        [
+            {"content": "Tim: which lakes did Jo camp at this year", "session_id": "chat"},
+            {"content": "Jo: Loon and Crater, both twice", "session_id": "chat"},
+            {"content": "which lakes did Jo camp at this year", "session_id": "requests"},
+            {"content": "Loon and Crater, both twice", "session_id": "requests"},
+        ]
+    )
+    hits = gm.recall("Which lake did Jo camp at?", limit=4, explain=True).hits
+    lent = {h.memory.content: h.explain["features"]["neighbor"] for h in hits if h.explain}
+    assert lent["Jo: Loon and Crater, both twice"] > 0
+    assert lent["Loon and Crater, both twice"] == 0

@@ -98,3 +98,21 @@ def test_a_small_store_saves_nothing(
     monkeypatch.setattr(memories, "MIN_MEMORIES", 1000)
     _warm_and_close(gm)
     assert not (store_path / CACHE_DIR).exists()
+
+
+def test_passages_are_saved_and_found_again_after_reopening(
+    gm: GraphMemory, reopen: Callable[..., GraphMemory]
+) -> None:
+    long = gm.remember("We rotated the gateway certificate. The ledger returned 502 after v2.")
+    gm.remember_many([{"content": text} for text in NOTES])
+    space = gm.embedder.space
+    query = gm.embedder.embed_query("ledger 502")
+    before = gm.store.passage_scores(space, query, [long.id])
+    gm.recall("ledger 502")  # loads the passages, so that closing saves them
+    gm.close()
+
+    again = reopen()
+    assert again.store.passage_scores(space, query, [long.id]) == pytest.approx(before)
+    assert again.store.nearest_passages(space, query, 1) == pytest.approx(before)
+    rows = again.store._load(f"Psg_{space.name}", space.dim).rows.view(space.dim)
+    assert isinstance(rows.base, np.memmap)  # read from the saved file, not from Kùzu

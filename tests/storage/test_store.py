@@ -259,3 +259,11 @@ def test_kuzu_page_cache_follows_the_store_size_within_what_kuzu_would_take(
     with open(tmp_path / connection.DB_FILE, "wb") as db:
         db.truncate(memory)
     assert connection.buffer_pool_bytes(tmp_path) == 0, "Kùzu's own default, not more"
+
+
+def test_table_names_see_a_table_made_or_dropped_through_cypher(gm: GraphMemory) -> None:
+    assert "Scratch" not in gm.store.table_names()
+    gm.cypher("CREATE NODE TABLE Scratch(id STRING PRIMARY KEY)", write=True)
+    assert "Scratch" in gm.store.table_names()
+    gm.cypher("DROP TABLE Scratch", write=True)
+    assert "Scratch" not in gm.store.table_names()

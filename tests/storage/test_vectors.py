@@ -125,3 +125,47 @@ def test_dropping_an_id_with_two_rows_leaves_neither() -> None:
     assert matrix.drop({"b", "absent"}) and not matrix.drop({"absent"})
     assert list(matrix.ids) == ["a", "c"]
     assert matrix.matrix(3).tolist() == [[1, 0, 0], [0, 0, 1]]
+
+
+LONG = (
+    "We moved the nightly export to a new cron host. The dashboards were renamed for the "
+    "quarterly review. The billing worker leaks file handles after the v3 upgrade. Lunch "
+    "orders now go through the shared form."
+)
+
+
+def _passage_table(gm: GraphMemory) -> str:
+    return vectors.passage_table_for(gm.embedder.space)
+
+
+def test_a_memory_of_several_sentences_stores_one_vector_per_sentence(gm: GraphMemory) -> None:
+    long = gm.remember(LONG)
+    short = gm.remember("The billing worker was restarted.")
+    rows = gm.cypher(f"MATCH (p:{_passage_table(gm)}) RETURN p.id ORDER BY p.id").rows
+    assert [r[0] for r in rows] == [f"{long.id}#{n}" for n in range(4)]
+    assert gm.store.passage_owners(gm.embedder.space) == {long.id}
+    assert short.id not in gm.store.passage_owners(gm.embedder.space)
+
+
+def test_passage_scores_are_each_memorys_best_sentence(gm: GraphMemory) -> None:
+    long = gm.remember(LONG)
+    space = gm.embedder.space
+    query = gm.embedder.embed_query("billing worker leaks file handles")
+    sentence = gm.embedder.embed(["The billing worker leaks file handles after the v3 upgrade."])
+    whole = gm.embedder.embed([LONG])
+    best = gm.store.passage_scores(space, query, [long.id, "no-such-memory"])
+    assert best == {long.id: pytest.approx(float(sentence[0] @ query), abs=1e-5)}
+    assert best[long.id] > float(whole[0] @ query)
+    assert gm.store.nearest_passages(space, query, 2) == {long.id: pytest.approx(best[long.id])}
+
+
+def test_update_and_delete_replace_and_remove_the_passages(gm: GraphMemory) -> None:
+    long = gm.remember(LONG)
+    gm.update(long.id, content="First new sentence here. Second new sentence here.")
+    rows = gm.cypher(f"MATCH (p:{_passage_table(gm)}) RETURN p.id ORDER BY p.id").rows
+    assert [r[0] for r in rows] == [f"{long.id}#0", f"{long.id}#1"]
+    query = gm.embedder.embed_query("billing worker leaks file handles")
+    assert gm.store.nearest_passages(gm.embedder.space, query, 5).keys() == {long.id}
+    gm.delete(long.id)
+    assert gm.cypher(f"MATCH (p:{_passage_table(gm)}) RETURN count(*)").rows == [[0]]
+    assert gm.store.nearest_passages(gm.embedder.space, query, 5) == {}
