@@ -37,6 +37,8 @@ class RecallConfig(BaseModel):
     # passage's own: 1 = the better of the two; a conversation turn's own share
     w_passage: float = Field(default=1.0, ge=0.0, le=1.0)
     w_passage_turn: float = Field(default=0.5, ge=0.0, le=1.0)
+    # the best of more passages than this lifts less, in proportion: it is high by chance
+    passage_full_count: int = Field(default=8, ge=1)
     w_recency: float = 0.02
     w_importance: float = 0.02
     recency_half_life_days: float = 30.0

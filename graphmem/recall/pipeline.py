@@ -22,6 +22,7 @@ from graphmem.recall.query import ParsedQuery, parse_query
 from graphmem.storage.columns import ScoringRow
 from graphmem.storage.row_ids import RowIds
 from graphmem.storage.store import KuzuStore
+from graphmem.storage.vectors import PassageMatch
 from graphmem.text import content_terms, query_text, tokens
 
 
@@ -29,7 +30,7 @@ from graphmem.text import content_terms, query_text, tokens
 class Candidate:
     memory_id: str
     cosine: float | None = None
-    passage: float | None = None  # its best passage's cosine (graphmem.passages)
+    passage: PassageMatch | None = None  # its passages (graphmem.passages)
     bm25: float = 0.0
     vector_rank: int | None = None
     keyword_rank: int | None = None
@@ -45,10 +46,9 @@ def _vector_candidates(
     mask: npt.NDArray[np.bool_] | None = None,
     *,
     passages: bool = False,
-) -> tuple[list[tuple[str, float]], dict[str, float], RowIds, npt.NDArray[np.float32]]:
+) -> tuple[list[tuple[str, float]], dict[str, PassageMatch], RowIds, npt.NDArray[np.float32]]:
     """The `top` memories nearest the query, by their own vector or, with `passages`, by the
-    better of it and their best passage's; and memory id -> best passage cosine, for every
-    memory looked at that has passages."""
+    better of it and their best passage's; and the passages of every memory looked at."""
     ids, matrix = store.vectors(space)
     if not len(ids) or top <= 0:
         return [], {}, ids, matrix
@@ -59,14 +59,16 @@ def _vector_candidates(
     if not passages:
         return hits, {}, ids, matrix
     best = dict(hits)
-    found = store.passage_scores(space, vector, list(best))
-    # a memory found by a passage alone: its own vector scores below every hit's, so below
+    # a memory reached by a passage alone: its own vector scores below every hit's, so below
     # the passage's whenever that passage makes the top
-    for memory_id, score in store.nearest_passages(space, vector, top).items():
-        if memory_id not in best and (allowed is None or memory_id in allowed):
-            found[memory_id] = score
-    for memory_id, score in found.items():
-        best[memory_id] = max(best.get(memory_id, score), score)
+    reached = [
+        memory_id
+        for memory_id in store.nearest_passages(space, vector, top)
+        if memory_id not in best and (allowed is None or memory_id in allowed)
+    ]
+    found = store.passage_scores(space, vector, [*best, *reached])
+    for memory_id, match in found.items():
+        best[memory_id] = max(best.get(memory_id, match.best), match.best)
     ranked = sorted(best.items(), key=lambda pair: pair[1], reverse=True)
     return ranked[:top], found, ids, matrix
 
@@ -109,7 +111,7 @@ def recall(
     positions: RowIds | None = None
     matrix: npt.NDArray[np.float32] | None = None
     vector_hits: list[tuple[str, float]] = []
-    passage_hits: dict[str, float] = {}
+    passage_hits: dict[str, PassageMatch] = {}
     want = config.vector_candidates
     valid: npt.NDArray[np.bool_] | None = None
     widen = restricted
@@ -362,15 +364,17 @@ def _score(
 def _similarity(cand: Candidate, row: ScoringRow, config: RecallConfig) -> float:
     """The memory's cosine, lifted toward its best passage's by the recipe's share: all the way
     for a note, half way for a conversation turn, whose short sentences lean on each other
-    (LoCoMo recall@10 0.821 all the way, 0.836 half way; LongMemEval's user turns,
-    which are not turns between people, ndcg_any@5 0.903 half way, 0.912 all the way)."""
-    own, best = cand.cosine, cand.passage
-    if best is None:
+    (LoCoMo recall@10 0.821 all the way, 0.836 half way). The best of many passages is high
+    by chance, so past `passage_full_count` the lift shrinks in proportion (LongMemEval's long
+    pasted documents had been outranking the user's own turns)."""
+    own, passage = cand.cosine, cand.passage
+    if passage is None:
         return own if own is not None else 0.0
     if own is None:
-        return best
+        return passage.best
     share = config.w_passage_turn if row.turn else config.w_passage
-    return own + share * max(best - own, 0.0)
+    share *= min(1.0, config.passage_full_count / passage.total)
+    return own + share * max(passage.best - own, 0.0)
 
 
 def _explain(cand: Candidate, filters: MemoryFilter, config: RecallConfig) -> dict[str, Any]:
@@ -385,7 +389,8 @@ def _explain(cand: Candidate, filters: MemoryFilter, config: RecallConfig) -> di
         "vector_rank": cand.vector_rank,
         "keyword_rank": cand.keyword_rank,
         "cosine_raw": None if cand.cosine is None else round(cand.cosine, 6),
-        "passage_raw": None if cand.passage is None else round(cand.passage, 6),
+        "passage_raw": None if cand.passage is None else round(cand.passage.best, 6),
+        "passages": 0 if cand.passage is None else cand.passage.total,
         "bm25_raw": round(cand.bm25, 6),
         "features": {k: round(v, 6) for k, v in cand.features.items()},
         "weights": {

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,11 @@ RERANK = 8
 COPY_MIN_ROWS = 256
 # (passage ids, their vectors): what `put_passages` writes
 PassageVectors = tuple[Sequence[str], npt.NDArray[np.float32]]
+
+
+class PassageMatch(NamedTuple):
+    best: float  # the best passage's cosine
+    total: int  # how many passages the memory has
 
 
 class _Rows:
@@ -281,15 +286,13 @@ class VectorTables(KuzuConnection):
 
     def nearest_passages(
         self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], top: int
-    ) -> dict[str, float]:
-        """Memory id -> cosine of its best passage, for the memories that own the `top`
-        passages most similar to `vector`."""
+    ) -> list[str]:
+        """Ids of the memories that own the `top` passages most similar to `vector`, best
+        first."""
         if passage_table_for(space) not in self.table_names():
-            return {}
-        best: dict[str, float] = {}
-        for passage, score in self._nearest(passage_table_for(space), space.dim, vector, top):
-            best.setdefault(owner(passage), score)  # best first
-        return best
+            return []
+        found = self._nearest(passage_table_for(space), space.dim, vector, top)
+        return list(dict.fromkeys(owner(passage) for passage, _ in found))
 
     def passage_owners(self, space: EmbeddingSpace) -> set[str]:
         """Ids of the memories with passage vectors in the space."""
@@ -302,8 +305,9 @@ class VectorTables(KuzuConnection):
 
     def passage_scores(
         self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], ids: Sequence[str]
-    ) -> dict[str, float]:
-        """Memory id -> cosine of its best passage, for those of `ids` that have passages."""
+    ) -> dict[str, PassageMatch]:
+        """Memory id -> its best passage's cosine and its number of passages, for those of
+        `ids` that have passages."""
         if not ids or passage_table_for(space) not in self.table_names():
             return {}
         with self._lock:
@@ -313,10 +317,15 @@ class VectorTables(KuzuConnection):
         if not found:
             return {}
         scores = matrix[[row for _, row in found]] @ vector
-        best: dict[str, float] = {}
+        best: dict[str, PassageMatch] = {}
         for (passage, _), score in zip(found, scores.tolist(), strict=True):
             memory_id = owner(passage)
-            best[memory_id] = max(best.get(memory_id, score), score)
+            seen = best.get(memory_id)
+            best[memory_id] = (
+                PassageMatch(max(seen.best, score), seen.total + 1)
+                if seen
+                else PassageMatch(score, 1)
+            )
         return best
 
     def _nearest(

@@ -198,6 +198,7 @@ def test_a_sentence_buried_in_a_long_memory_is_found_by_its_passage(gm: GraphMem
     cosine = float(sentence[0] @ gm.embedder.embed_query(query))
     explain = found[0].explain
     assert explain and explain["passage_raw"] == pytest.approx(cosine, abs=1e-5)
+    assert explain["passages"] == 5
     assert explain["cosine_raw"] == pytest.approx(
         float(gm.embedder.embed([BURIED])[0] @ gm.embedder.embed_query(query)), abs=1e-5
     )
@@ -220,6 +221,22 @@ def test_a_conversation_turn_is_lifted_toward_its_best_passage_by_its_own_share(
     whole_way, half_way = scores(1.0), scores(0.5)
     assert whole_way[turn.id] == pytest.approx(whole_way[note.id])  # the same best passage
     assert half_way[turn.id] < half_way[note.id] == pytest.approx(whole_way[note.id])
+
+
+def test_the_best_of_many_passages_lifts_less(gm: GraphMemory) -> None:
+    filler = " ".join(f"Room {n} has a {n}-seat table." for n in range(14))
+    long = gm.remember(f"{filler} The billing worker leaks file handles after the v3 upgrade.")
+    short = gm.remember("Billing worker restarted.")
+    query = "billing worker leaks file handles"
+    only_cosine = RecallConfig(name="c", w_bm25=0, w_terms=0, w_recency=0, w_importance=0)
+
+    def first(full: int) -> str:
+        recipe = only_cosine.model_copy(update={"passage_full_count": full})
+        return gm.recall(query, recipe=recipe)[0].memory.id
+
+    # its best passage beats the short memory, but as the best of 15 it counts 4/15 of its lift
+    assert first(16) == long.id
+    assert first(4) == short.id
 
 
 def test_filters_apply_to_memories_found_by_their_passages(gm: GraphMemory) -> None:

@@ -153,10 +153,12 @@ def test_passage_scores_are_each_memorys_best_sentence(gm: GraphMemory) -> None:
     query = gm.embedder.embed_query("billing worker leaks file handles")
     sentence = gm.embedder.embed(["The billing worker leaks file handles after the v3 upgrade."])
     whole = gm.embedder.embed([LONG])
-    best = gm.store.passage_scores(space, query, [long.id, "no-such-memory"])
-    assert best == {long.id: pytest.approx(float(sentence[0] @ query), abs=1e-5)}
-    assert best[long.id] > float(whole[0] @ query)
-    assert gm.store.nearest_passages(space, query, 2) == {long.id: pytest.approx(best[long.id])}
+    found = gm.store.passage_scores(space, query, [long.id, "no-such-memory"])
+    assert found.keys() == {long.id}
+    assert found[long.id].best == pytest.approx(float(sentence[0] @ query), abs=1e-5)
+    assert found[long.id].total == 4
+    assert found[long.id].best > float(whole[0] @ query)
+    assert gm.store.nearest_passages(space, query, 2) == [long.id]
 
 
 def test_update_and_delete_replace_and_remove_the_passages(gm: GraphMemory) -> None:
@@ -165,7 +167,7 @@ def test_update_and_delete_replace_and_remove_the_passages(gm: GraphMemory) -> N
     rows = gm.cypher(f"MATCH (p:{_passage_table(gm)}) RETURN p.id ORDER BY p.id").rows
     assert [r[0] for r in rows] == [f"{long.id}#0", f"{long.id}#1"]
     query = gm.embedder.embed_query("billing worker leaks file handles")
-    assert gm.store.nearest_passages(gm.embedder.space, query, 5).keys() == {long.id}
+    assert gm.store.nearest_passages(gm.embedder.space, query, 5) == [long.id]
     gm.delete(long.id)
     assert gm.cypher(f"MATCH (p:{_passage_table(gm)}) RETURN count(*)").rows == [[0]]
-    assert gm.store.nearest_passages(gm.embedder.space, query, 5) == {}
+    assert gm.store.nearest_passages(gm.embedder.space, query, 5) == []
