@@ -190,10 +190,10 @@ class Owner:
                 threading.Thread(target=self._server.shutdown, daemon=True).start()
 
     def _warm_up(self) -> None:
-        """Load the model and the vector matrix before the first recall needs them."""
+        """Load the model, the vectors and the passages before the first recall needs them."""
         try:
             self.gm.embedder.embed_query("warm up")
-            self.gm.store.vectors(self.gm.embedder.space)
+            self.gm.store.warm_vectors(self.gm.embedder.space)
             # memories written while no owner ran (one-shot CLI calls) are still pending
             self.gm.schedule_pending_extraction()
         except GraphmemError as exc:

@@ -273,6 +273,13 @@ class VectorTables(KuzuConnection):
             cached = self._load(table_for(space), space.dim)
             return cached.ids, cached.matrix(space.dim)
 
+    def warm_vectors(self, space: EmbeddingSpace) -> None:
+        """Read the space's vectors and passages now, before a recall needs them."""
+        with self._lock:
+            for table in (table_for(space), passage_table_for(space)):
+                if table in self.table_names():
+                    self._load(table, space.dim)
+
     def nearest(
         self,
         space: EmbeddingSpace,

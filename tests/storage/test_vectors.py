@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -171,3 +173,15 @@ def test_update_and_delete_replace_and_remove_the_passages(gm: GraphMemory) -> N
     gm.delete(long.id)
     assert gm.cypher(f"MATCH (p:{_passage_table(gm)}) RETURN count(*)").rows == [[0]]
     assert gm.store.nearest_passages(gm.embedder.space, query, 5) == []
+
+
+def test_warming_a_space_reads_its_vectors_and_passages(
+    gm: GraphMemory, reopen: Callable[..., GraphMemory]
+) -> None:
+    gm.remember(LONG)
+    gm.close()
+    again = reopen()
+    space = again.embedder.space
+    assert not again.store._cache()
+    again.store.warm_vectors(space)
+    assert set(again.store._cache()) == {vectors.table_for(space), _passage_table(again)}
