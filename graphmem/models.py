@@ -254,6 +254,8 @@ class MemoryPage(Model):
     next_cursor: str | None = None
     # with_vectors: id -> base64 of the little-endian float32 vector, in `embedding_space`
     vectors: dict[str, str] | None = None
+    # with_vectors: id -> its passages' vectors, in order (graphmem.passages), as `vectors`
+    passages: dict[str, list[str]] | None = None
     embedding_space: str | None = None
 
 

@@ -13,6 +13,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ from graphmem.models import (
     validate_filter,
     validated,
 )
-from graphmem.passages import owner, passage_ids, passages
+from graphmem.passages import MAX_PASSAGES, owner, passage_ids, passages
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
 from graphmem.recall.query import embedding_text
@@ -138,28 +139,29 @@ class GraphMemory(KnowledgeOps, GraphOps):
     # -- memories ---------------------------------------------------------------------------
 
     def _embed_memories(
-        self,
-        memories: Sequence[Memory],
-        given: Sequence[npt.NDArray[np.float32] | None] | None = None,
+        self, memories: Sequence[Memory], given: Sequence[Supplied] | None = None
     ) -> tuple[npt.NDArray[np.float32], PassageVectors]:
-        """The memories' vectors (`given` ones kept) and their passages' (graphmem.passages),
-        from one embedder call."""
-        texts, missing = [], []
-        for i, memory in enumerate(memories):
-            if given is None or given[i] is None:
-                missing.append(i)
-                texts.append(self._embedding_text(memory))
-        ids, pieces = _passages_of(memories)
-        texts += pieces
+        """The memories' vectors and their passages' (graphmem.passages), from one embedder
+        call; what `given` brings (an import's vector, and its passages') is not embedded."""
+        supplied = given or [Supplied()] * len(memories)
+        missing = [i for i, s in enumerate(supplied) if s.vector is None]
+        ids, pieces = _passages_of(
+            m for m, s in zip(memories, supplied, strict=True) if s.passages is None
+        )
+        texts = [self._embedding_text(memories[i]) for i in missing] + pieces
         space = self.embedder.space
         embedded = self.embedder.embed(texts) if texts else np.zeros((0, space.dim), np.float32)
         self.store.ensure_space(space)
         vectors = np.zeros((len(memories), space.dim), np.float32)
-        for i, vector in enumerate(given or ()):
-            if vector is not None:
-                vectors[i] = vector
         vectors[missing] = embedded[: len(missing)]
-        return vectors, (ids, embedded[len(missing) :])
+        passage_rows = [embedded[len(missing) :]]
+        for i, (memory, s) in enumerate(zip(memories, supplied, strict=True)):
+            if s.vector is not None:
+                vectors[i] = s.vector
+            if s.passages is not None and len(s.passages):
+                ids += passage_ids(memory.id, len(s.passages))
+                passage_rows.append(s.passages)
+        return vectors, (ids, np.concatenate(passage_rows))
 
     def remember(self, content: str, **fields: Any) -> Memory:
         """Store one memory; returns it with its id. Raises InvalidInput before writing anything."""
@@ -346,9 +348,10 @@ class GraphMemory(KnowledgeOps, GraphOps):
             row_ids, matrix = self.store.vectors(space)
             ids = [m.id for m in page.memories]
             page.embedding_space = space.label
-            page.vectors = {
-                i: base64.b64encode(matrix[row].astype("<f4").tobytes()).decode()
-                for i, row in row_ids.within(ids, len(matrix))
+            page.vectors = {i: _base64(matrix[row]) for i, row in row_ids.within(ids, len(matrix))}
+            page.passages = {
+                i: [_base64(row) for row in rows]
+                for i, rows in self.store.passage_vectors(space, ids).items()
             }
         return page
 
@@ -370,7 +373,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
             raise InvalidInput("on_error must be 'continue' or 'stop'")
         started = time.perf_counter()
         errors: list[dict[str, Any]] = []
-        pending: list[tuple[Memory, npt.NDArray[np.float32] | None]] = []
+        pending: list[tuple[Memory, Supplied]] = []
         given: set[str] = set()  # ids the lines brought: only those can be in the store already
         imported = skipped = supplied = 0
         load = 0.0
@@ -380,15 +383,15 @@ class GraphMemory(KnowledgeOps, GraphOps):
             # a scan of the whole table for Kùzu (~0.4 s at 1M), so only when ids were given
             present = self.store.existing_ids(sorted(given)) if given else set()
             fresh, seen = [], set(present)  # a file may name an id twice: the first line wins
-            for memory, vector in pending:
+            for memory, brought in pending:
                 if memory.id not in seen:
                     seen.add(memory.id)
-                    fresh.append((memory, vector))
+                    fresh.append((memory, brought))
             skipped += len(pending) - len(fresh)
             if fresh:
                 memories = [m for m, _ in fresh]
-                vectors, found = self._embed_memories(memories, [v for _, v in fresh])
-                supplied += sum(v is not None for _, v in fresh)
+                vectors, found = self._embed_memories(memories, [b for _, b in fresh])
+                supplied += sum(b.vector is not None for _, b in fresh)
                 imported += self.store.insert_memories(
                     memories, vectors, self.embedder.space, found
                 )
@@ -398,8 +401,8 @@ class GraphMemory(KnowledgeOps, GraphOps):
             if not line.strip():
                 continue
             try:
-                memory, vector, has_id = _memory_from_json(line, self.embedder.space)
-                pending.append((memory, vector))
+                memory, brought, has_id = _memory_from_json(line, self.embedder.space)
+                pending.append((memory, brought))
                 if has_id:
                     given.add(memory.id)
             except InvalidInput as exc:
@@ -410,7 +413,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
                         f"line {lineno}: {exc.message}", line=lineno, imported=imported
                     ) from exc
                 continue
-            load += 1.0 if pending[-1][1] is None else SUPPLIED_WEIGHT
+            load += SUPPLIED_WEIGHT if pending[-1][1].complete(pending[-1][0]) else 1.0
             if load >= batch_size:
                 flush()
                 if on_progress:
@@ -485,22 +488,36 @@ _KEPT_ON_IMPORT = (
 )  # fmt: skip
 
 
-def _memory_from_json(
-    line: str, space: EmbeddingSpace
-) -> tuple[Memory, npt.NDArray[np.float32] | None, bool]:
+@dataclass(frozen=True)
+class Supplied:
+    """What an imported line brings of its embedding: its vector, its passages' vectors."""
+
+    vector: npt.NDArray[np.float32] | None = None
+    passages: npt.NDArray[np.float32] | None = None
+
+    def complete(self, memory: Memory) -> bool:
+        """Nothing of the memory is left to embed."""
+        return self.vector is not None and (
+            self.passages is not None or not passages(memory.content)
+        )
+
+
+def _memory_from_json(line: str, space: EmbeddingSpace) -> tuple[Memory, Supplied, bool]:
     """One exported memory, validated like a new one; its id, dates and lifecycle are kept.
     The flag says whether the line named the id.
 
-    A `vector` is used as the memory's embedding only when `embedding_space` names the store's
-    active space: vectors of another model would be compared with this one's and mislead recall,
-    so such a memory is embedded again instead."""
+    A `vector` (and `passages`) is used as the memory's embedding only when `embedding_space`
+    names the store's active space: vectors of another model would be compared with this one's
+    and mislead recall, so such a memory is embedded again instead."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"not JSON: {exc.msg}") from exc
     if not isinstance(data, dict):
         raise InvalidInput("not a JSON object")
-    vector = _supplied_vector(data.pop("vector", None), data.pop("embedding_space", None), space)
+    label = data.pop("embedding_space", None)
+    vector = _supplied_vector(data.pop("vector", None), label, space)
+    brought = Supplied(vector, _supplied_passages(data.pop("passages", None), label, space))
     kept = {k: data.pop(k) for k in _KEPT_ON_IMPORT if k in data}
     item = validate_input(data)
     try:
@@ -509,7 +526,7 @@ def _memory_from_json(
                 kept[key] = parse_time(kept[key])
         if kept and kept.get("updated_at") is None:
             kept["updated_at"] = item.created_at or utcnow()
-        return GraphMemory._new_memory(item, kept), vector, "id" in kept
+        return GraphMemory._new_memory(item, kept), brought, "id" in kept
     except (ValidationError, ValueError) as exc:
         message = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InvalidInput(message) from exc
@@ -539,6 +556,23 @@ def _supplied_vector(
     if norm == 0:
         raise InvalidInput("vector must not be all zeros")
     return array * np.float32(1 / norm)
+
+
+def _supplied_passages(
+    rows: Any, label: Any, space: EmbeddingSpace
+) -> npt.NDArray[np.float32] | None:
+    if rows is None:
+        return None
+    if not isinstance(rows, list) or len(rows) > MAX_PASSAGES:
+        raise InvalidInput(f"passages must be a list of at most {MAX_PASSAGES} vectors")
+    found = [_supplied_vector(row, label, space) for row in rows]
+    if any(row is None for row in found):  # another space: embedded again
+        return None
+    return np.array(found, np.float32).reshape(len(found), space.dim)
+
+
+def _base64(vector: npt.NDArray[np.float32]) -> str:
+    return base64.b64encode(vector.astype("<f4").tobytes()).decode()
 
 
 def open_store(

@@ -22,7 +22,8 @@ CHUNK_LINES = 32_768
 
 def export_jsonl(api: MemoryAPI, out: IO[str], *, with_vectors: bool = False) -> int:
     """Write every memory as one JSON line, oldest first; returns how many. With vectors, each
-    line also carries its `vector` (base64 float32) and `embedding_space`."""
+    line also carries its `vector` (base64 float32), its `passages`' vectors if it has any, and
+    `embedding_space`."""
     count = 0
     cursor: str | None = None
     while True:
@@ -34,6 +35,8 @@ def export_jsonl(api: MemoryAPI, out: IO[str], *, with_vectors: bool = False) ->
                 continue
             data = memory.model_dump(mode="json")
             data.update(vector=vector, embedding_space=page.embedding_space)
+            if page.passages and memory.id in page.passages:
+                data["passages"] = page.passages[memory.id]
             out.write(json.dumps(data, ensure_ascii=False) + "\n")
         count += len(page.memories)
         if page.next_cursor is None:

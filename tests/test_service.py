@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from graphmem.schema import migrations
 
@@ -284,18 +285,59 @@ def _passage_owners(gm: GraphMemory) -> set[str]:
     return gm.store.passage_owners(gm.embedder.space)
 
 
-def test_an_import_that_brings_vectors_still_gets_passage_vectors(
+def test_an_export_with_vectors_brings_the_passages_and_the_import_embeds_nothing(
+    gm: GraphMemory, other: GraphMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long = gm.remember(TWO_SENTENCES)
+    gm.remember("one sentence only")
+    buffer = io.StringIO()
+    export_jsonl(gm, buffer, with_vectors=True)
+    lines = buffer.getvalue().splitlines()
+    assert len(json.loads(lines[0])["passages"]) == 2 and "passages" not in json.loads(lines[1])
+
+    def no_embedding(texts: Any) -> Any:
+        raise AssertionError(f"embedded {texts!r}")
+
+    monkeypatch.setattr(other.embedder, "embed", no_embedding)
+    report = other.import_jsonl(lines)
+
+    assert (report.imported, report.vectors_supplied) == (2, 2)
+    space = gm.embedder.space
+    before, after = (g.store.passage_vectors(space, [long.id]) for g in (gm, other))
+    assert after.keys() == {long.id}
+    assert np.allclose(after[long.id], before[long.id], atol=1e-6)
+
+
+def test_an_import_that_brings_only_its_vector_still_gets_passage_vectors(
     gm: GraphMemory, other: GraphMemory
 ) -> None:
     long = gm.remember(TWO_SENTENCES)
-    short = gm.remember("one sentence only")
     buffer = io.StringIO()
     export_jsonl(gm, buffer, with_vectors=True)
+    line = json.loads(buffer.getvalue())
+    del line["passages"]
 
-    report = other.import_jsonl(buffer.getvalue().splitlines())
+    report = other.import_jsonl([json.dumps(line)])
 
-    assert (report.imported, report.vectors_supplied) == (2, 2)
-    assert _passage_owners(other) == {long.id} and short.id not in _passage_owners(other)
+    assert (report.imported, report.vectors_supplied) == (1, 1)
+    assert _passage_owners(other) == {long.id}
+
+
+def test_passages_of_another_space_or_too_many_are_refused_or_embedded_again(
+    gm: GraphMemory, other: GraphMemory
+) -> None:
+    long = gm.remember(TWO_SENTENCES)
+    buffer = io.StringIO()
+    export_jsonl(gm, buffer, with_vectors=True)
+    line = json.loads(buffer.getvalue())
+
+    too_many = {**line, "passages": line["passages"] * 9}
+    report = other.import_jsonl([json.dumps(too_many)])
+    assert report.imported == 0 and "at most 16" in report.errors[0]["message"]
+
+    elsewhere = {**line, "embedding_space": "hash:hash-v1/128"}
+    assert other.import_jsonl([json.dumps(elsewhere)]).vectors_supplied == 0
+    assert _passage_owners(other) == {long.id}
 
 
 def test_reembed_gives_passages_to_memories_stored_before_them(gm: GraphMemory) -> None:

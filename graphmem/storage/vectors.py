@@ -310,6 +310,21 @@ class VectorTables(KuzuConnection):
         first = f"{SEPARATOR}0"
         return {owner(i) for i in ids if i.endswith(first)}
 
+    def passage_vectors(
+        self, space: EmbeddingSpace, ids: Sequence[str]
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """Memory id -> its passages' vectors in order, for those of `ids` that have any."""
+        if not ids or passage_table_for(space) not in self.table_names():
+            return {}
+        with self._lock:
+            cached = self._load(passage_table_for(space), space.dim)
+            matrix = cached.matrix(space.dim)
+            found = cached.ids.within([p for i in ids for p in passage_ids(i)], len(matrix))
+        rows: dict[str, list[int]] = {}
+        for passage, row in found:  # in passage order, as asked
+            rows.setdefault(owner(passage), []).append(row)
+        return {memory_id: matrix[taken] for memory_id, taken in rows.items()}
+
     def passage_scores(
         self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], ids: Sequence[str]
     ) -> dict[str, PassageMatch]:
