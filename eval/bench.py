@@ -104,6 +104,35 @@ def synthetic_memories(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return out
 
 
+def synthetic_notes(n: int, seed: int = 5) -> list[dict[str, Any]]:
+    """Notes of three sentences, each embedded on its own as well (graphmem.passages): what an
+    import of written-up incidents costs, against the one-sentence memories above."""
+    rng = random.Random(seed)
+    return [
+        {
+            "content": f"{rng.choice(SERVICES)} {rng.choice(EVENTS)} after release {i % 97}. "
+            f"It was caused by {rng.choice(CAUSES)}. We {rng.choice(FIXES)} (TICKET-{i}).",
+            "kind": "incident",
+        }
+        for i in range(n)
+    ]
+
+
+def _notes_rates(embedder: Embedder, n: int) -> tuple[float, float]:
+    """Memories per second of an embedded import of `n` three-sentence notes, in a store of
+    their own: until the import returns, and until the worker has embedded their passages."""
+    lines = [json.dumps(m) for m in synthetic_notes(n)]
+    with (
+        tempfile.TemporaryDirectory(prefix="graphmem-bench-notes-") as tmp,
+        open_store(tmp, embedder=embedder, extract_on_write=False) as gm,
+    ):
+        started = time.perf_counter()
+        imported = gm.import_jsonl(lines).imported
+        returned = time.perf_counter() - started
+        gm.wait_for_passages()
+        return imported / returned, imported / (time.perf_counter() - started)
+
+
 def _scaled(pool: list[dict[str, Any]], start: int, stop: int) -> list[dict[str, Any]]:
     """Memories start..stop, each a copy of a pool memory with its own ticket number, so the
     pool's vector is (all but the ticket) its embedding."""
@@ -176,12 +205,13 @@ def run_bench(
     embedder: Embedder,
     embedding: str = "local",
     pool_size: int = 5_000,
+    notes: int = 2_000,
     single: int = 200,
     chunk: int = 50_000,
 ) -> dict[str, Any]:
-    """Import `pool_size` memories through the embedder (the local import rate), the rest with
-    the pool's vectors supplied (the bulk rate), then time single stores and recall, warm and
-    from a new process."""
+    """Import `pool_size` memories through the embedder (the local import rate; and `notes`
+    three-sentence notes in a store of their own), the rest with the pool's vectors supplied
+    (the bulk rate), then time single stores and recall, warm and from a new process."""
     machine_start = machine_ms()
     pool = synthetic_memories(min(pool_size, n))
     rng = random.Random(11)
@@ -194,6 +224,8 @@ def run_bench(
             report = gm.import_jsonl([json.dumps(m) for m in pool])
             embedded_rate = report.imported / (time.perf_counter() - started)
             print(f"embedded import: {embedded_rate:.0f}/s", file=sys.stderr)
+            notes_rate, notes_done_rate = _notes_rates(embedder, notes)
+            print(f"embedded import of notes: {notes_rate:.0f}/s", file=sys.stderr)
 
             _, matrix = gm.store.vectors(embedder.space)
             pool_vectors = [  # the compact form: base64 of little-endian float32
@@ -247,6 +279,11 @@ def run_bench(
             "embedding_space": label,
             "embedded_import_memories_per_s": round(embedded_rate, 1),
             "embedded_import_memories": report.imported,
+            # three sentences each, every sentence embedded too (graphmem.passages), by the
+            # background worker: the rate until the import returns, and until that is done
+            "embedded_import_notes_per_s": round(notes_rate, 1),
+            "embedded_import_notes_with_passages_per_s": round(notes_done_rate, 1),
+            "embedded_import_notes": notes,
             "supplied_vector_import_memories_per_s": (
                 round(supplied_n / supplied_s, 1) if supplied_s else None
             ),

@@ -296,6 +296,7 @@ class ImportReport(Model):
     imported: int
     skipped: int
     vectors_supplied: int = 0  # imported with the line's own vector, not embedded here
+    passages_pending: int = 0  # memories whose passages the background worker embeds next
     errors: list[dict[str, Any]] = Field(default_factory=list)
     seconds: float
 

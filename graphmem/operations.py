@@ -58,7 +58,8 @@ def restore(backup: Path, settings: Settings, *, force: bool = False) -> Restore
                 memories=count,
             )
     kept = restore_files(backup, home)
-    with GraphMemory(settings) as gm:  # opens, migrates and proves the restored file is sound
+    # opens, migrates and proves the restored file is sound
+    with GraphMemory(settings, extract_in_background=False) as gm:
         gm.db_status()
     return RestoreReport(
         path=str(home),

@@ -6,14 +6,11 @@ the storage layer, so transports never see Cypher and the store never sees unval
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
-import math
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,12 +19,19 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
 
-from graphmem.embeddings.base import Embedder, EmbeddingSpace
+from graphmem.embeddings.base import Embedder
 from graphmem.embeddings.factory import make_embedder
-from graphmem.errors import EmbeddingError, InvalidInput, check_limit, validation_message
+from graphmem.errors import (
+    EmbeddingError,
+    GraphmemError,
+    InvalidInput,
+    check_limit,
+    validation_message,
+)
 from graphmem.graph.background import Extraction
 from graphmem.graph.ops import GraphOps
-from graphmem.ids import new_id
+from graphmem.imported import Supplied, memory_from_json, new_memory, vector_base64
+from graphmem.jobs import Jobs
 from graphmem.knowledge.ops import KnowledgeOps
 from graphmem.models import (
     BackupInfo,
@@ -44,12 +48,11 @@ from graphmem.models import (
     RecallWarning,
     ReembedReport,
     StoreStats,
-    parse_time,
     utcnow,
     validate_filter,
     validated,
 )
-from graphmem.passages import MAX_PASSAGES, owner, passage_ids, passages
+from graphmem.passages import owner, passage_ids, passages
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
 from graphmem.recall.query import embedding_text
@@ -60,7 +63,12 @@ from graphmem.storage.store import KuzuStore
 from graphmem.storage.vectors import PassageVectors, saved_space_names
 
 Progress = Callable[[int, int], None]
+log = logging.getLogger("graphmem")
 SUPPLIED_WEIGHT = 1 / 16  # of an imported line that brings its vector, against one to embed
+# _Meta key, "1" while an import's passages wait for the background worker; a start that finds
+# it set (an exit cut the work short) embeds every memory's missing passages
+PASSAGES_PENDING = "passages_pending"
+IMPORT_BATCH = 2048  # memories to embed per import transaction
 
 
 def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
@@ -86,8 +94,9 @@ class GraphMemory(KnowledgeOps, GraphOps):
         extract_in_background: bool = True,
         warm_embedder: bool = False,
     ) -> None:
-        """`extract_in_background=False` leaves new memories pending for a later backfill: a
-        one-shot command should not wait for a model to load before it exits.
+        """`extract_in_background=False` leaves new memories pending for a later backfill, and
+        has an import embed its passages before it returns: a one-shot command should not wait
+        for a model to load before it exits, nor leave work to a thread that dies with it.
         `warm_embedder=True` loads the embedding model in a thread while the store opens, for a
         caller that is about to embed (Kùzu opens without holding the GIL)."""
         self.settings = settings
@@ -112,6 +121,12 @@ class GraphMemory(KnowledgeOps, GraphOps):
         self._extraction = Extraction(
             self.store, settings, self._embed_names, background=extract_in_background
         )
+        # an import leaves its passages to this worker when one may run (graphmem.passages)
+        self._passage_jobs = Jobs("graphmem-passages") if extract_in_background else None
+        self._passages_failed = False
+        if self._passage_jobs is not None and self.store.meta_get(PASSAGES_PENDING):
+            self._passage_jobs.submit(partial(self._passages_later, None))
+            self._passage_jobs.submit(self._passages_done)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -128,6 +143,8 @@ class GraphMemory(KnowledgeOps, GraphOps):
 
     def close(self) -> None:
         self._extraction.stop()
+        if self._passage_jobs is not None:
+            self._passage_jobs.stop()
         self.store.close()
 
     def __enter__(self) -> GraphMemory:
@@ -139,14 +156,21 @@ class GraphMemory(KnowledgeOps, GraphOps):
     # -- memories ---------------------------------------------------------------------------
 
     def _embed_memories(
-        self, memories: Sequence[Memory], given: Sequence[Supplied] | None = None
+        self,
+        memories: Sequence[Memory],
+        given: Sequence[Supplied] | None = None,
+        *,
+        with_passages: bool = True,
     ) -> tuple[npt.NDArray[np.float32], PassageVectors]:
         """The memories' vectors and their passages' (graphmem.passages), from one embedder
-        call; what `given` brings (an import's vector, and its passages') is not embedded."""
+        call; what `given` brings (an import's vector, and its passages') is not embedded, nor
+        are passages at all with `with_passages=False`."""
         supplied = given or [Supplied()] * len(memories)
         missing = [i for i, s in enumerate(supplied) if s.vector is None]
         ids, pieces = _passages_of(
-            m for m, s in zip(memories, supplied, strict=True) if s.passages is None
+            m
+            for m, s in zip(memories, supplied, strict=True)
+            if with_passages and s.passages is None
         )
         texts = [self._embedding_text(memories[i]) for i in missing] + pieces
         space = self.embedder.space
@@ -179,7 +203,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
         stored: list[Memory] = []
         for start in range(0, len(inputs), batch_size):
             batch = inputs[start : start + batch_size]
-            memories = [self._new_memory(item) for item in batch]
+            memories = [new_memory(item) for item in batch]
             vectors, found = self._embed_memories(memories)
             self.store.insert_memories(memories, vectors, self.embedder.space, found)
             stored.extend(memories)
@@ -187,23 +211,6 @@ class GraphMemory(KnowledgeOps, GraphOps):
             if on_progress:
                 on_progress(len(stored), len(inputs))
         return stored
-
-    @staticmethod
-    def _new_memory(item: MemoryInput, kept: Mapping[str, Any] | None = None) -> Memory:
-        """`kept`: fields an import carries over (id, dates, lifecycle), validated together
-        with the rest, so a line costs one validation."""
-        now = utcnow()
-        created = item.created_at or now
-        values = {
-            "created_at": created,
-            "updated_at": now,
-            "valid_from": item.valid_from or created,
-            **item.model_dump(exclude={"created_at", "valid_from"}),
-            **(kept or {}),
-        }
-        if "id" not in values:
-            values["id"] = new_id(created)
-        return Memory.model_validate(values)
 
     @staticmethod
     def _embedding_text(memory: Memory) -> str:
@@ -348,9 +355,11 @@ class GraphMemory(KnowledgeOps, GraphOps):
             row_ids, matrix = self.store.vectors(space)
             ids = [m.id for m in page.memories]
             page.embedding_space = space.label
-            page.vectors = {i: _base64(matrix[row]) for i, row in row_ids.within(ids, len(matrix))}
+            page.vectors = {
+                i: vector_base64(matrix[row]) for i, row in row_ids.within(ids, len(matrix))
+            }
             page.passages = {
-                i: [_base64(row) for row in rows]
+                i: [vector_base64(row) for row in rows]
                 for i, rows in self.store.passage_vectors(space, ids).items()
             }
         return page
@@ -360,7 +369,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
         lines: Iterable[str],
         *,
         on_error: str = "continue",
-        batch_size: int = 2048,
+        batch_size: int = IMPORT_BATCH,
         first_line: int = 1,
         on_progress: Progress | None = None,
     ) -> ImportReport:
@@ -378,8 +387,13 @@ class GraphMemory(KnowledgeOps, GraphOps):
         imported = skipped = supplied = 0
         load = 0.0
 
+        # with a worker, the passages wait for it: an import of notes of a few sentences each
+        # takes half the time, and recall finds them by their own vectors meanwhile
+        later = self._passage_jobs is not None
+        deferred = 0
+
         def flush() -> None:
-            nonlocal imported, skipped, supplied, pending, load, given
+            nonlocal imported, skipped, supplied, pending, load, given, deferred
             # a scan of the whole table for Kùzu (~0.4 s at 1M), so only when ids were given
             present = self.store.existing_ids(sorted(given)) if given else set()
             fresh, seen = [], set(present)  # a file may name an id twice: the first line wins
@@ -390,42 +404,114 @@ class GraphMemory(KnowledgeOps, GraphOps):
             skipped += len(pending) - len(fresh)
             if fresh:
                 memories = [m for m, _ in fresh]
-                vectors, found = self._embed_memories(memories, [b for _, b in fresh])
-                supplied += sum(b.vector is not None for _, b in fresh)
+                lines_bring = [b for _, b in fresh]
+                vectors, found = self._embed_memories(
+                    memories, lines_bring, with_passages=not later
+                )
+                supplied += sum(b.vector is not None for b in lines_bring)
+                waiting = [
+                    m.id for m, b in fresh if later and b.passages is None and passages(m.content)
+                ]
+                if waiting and not deferred:  # before the rows: an exit must not lose them
+                    self.store.meta_set(PASSAGES_PENDING, "1")
                 imported += self.store.insert_memories(
                     memories, vectors, self.embedder.space, found
                 )
+                if waiting and self._passage_jobs is not None:
+                    self._passage_jobs.submit(partial(self._passages_later, waiting))
+                    deferred += len(waiting)
             pending, load, given = [], 0.0, set()
 
-        for lineno, line in enumerate(lines, start=first_line):
-            if not line.strip():
-                continue
-            try:
-                memory, brought, has_id = _memory_from_json(line, self.embedder.space)
-                pending.append((memory, brought))
-                if has_id:
-                    given.add(memory.id)
-            except InvalidInput as exc:
-                errors.append({"line": lineno, "message": exc.message})
-                if on_error == "stop":
+        try:
+            for lineno, line in enumerate(lines, start=first_line):
+                if not line.strip():
+                    continue
+                try:
+                    memory, brought, has_id = memory_from_json(line, self.embedder.space)
+                    pending.append((memory, brought))
+                    if has_id:
+                        given.add(memory.id)
+                except InvalidInput as exc:
+                    errors.append({"line": lineno, "message": exc.message})
+                    if on_error == "stop":
+                        flush()
+                        raise InvalidInput(
+                            f"line {lineno}: {exc.message}", line=lineno, imported=imported
+                        ) from exc
+                    continue
+                load += SUPPLIED_WEIGHT if pending[-1][1].complete(pending[-1][0]) else 1.0
+                if load >= batch_size:
                     flush()
-                    raise InvalidInput(
-                        f"line {lineno}: {exc.message}", line=lineno, imported=imported
-                    ) from exc
-                continue
-            load += SUPPLIED_WEIGHT if pending[-1][1].complete(pending[-1][0]) else 1.0
-            if load >= batch_size:
-                flush()
-                if on_progress:
-                    on_progress(lineno, 0)
-        flush()
+                    if on_progress:
+                        on_progress(lineno, 0)
+            flush()
+        finally:  # the flag is cleared once the worker has them all
+            if deferred and self._passage_jobs is not None:
+                self._passage_jobs.submit(self._passages_done)
         return ImportReport(
             imported=imported,
             skipped=skipped,
             vectors_supplied=supplied,
+            passages_pending=deferred,
             errors=errors,
             seconds=round(time.perf_counter() - started, 3),
         )
+
+    def _fill_passages(
+        self,
+        memory_ids: Sequence[str],
+        *,
+        batch_size: int = 128,
+        on_progress: Progress | None = None,
+    ) -> int:
+        """Embed the passages of those memories that have none in the active space (one
+        transaction per batch); returns how many got theirs. A worker's run stops between
+        batches when the store closes: the rest are found again at the next start."""
+        space = self.embedder.space
+        todo = sorted(set(memory_ids) - self.store.passage_owners(space))
+        stopping = self._passage_jobs.stopping if self._passage_jobs is not None else None
+        given = 0
+        for start in range(0, len(todo), batch_size):
+            if stopping is not None and stopping.is_set():
+                break
+            ids = todo[start : start + batch_size]
+            memories = self.store.get_memories(ids)
+            found, pieces = _passages_of(memories[i] for i in ids if i in memories)
+            if pieces:
+                vectors = self.embedder.embed(pieces)
+                with self.store.transaction():
+                    self.store.put_passages(space, found, vectors)
+                given += len({owner(i) for i in found})
+            if on_progress:
+                on_progress(start + len(ids), len(todo))
+        return given
+
+    def _passages_later(self, memory_ids: Sequence[str] | None) -> None:
+        """The worker's job: the memories' passages, or (None) every memory's, after a start
+        that found an import's passages unfinished."""
+        try:
+            if memory_ids is None:
+                space = self.embedder.space
+                memory_ids = sorted(self.store.all_memory_ids() & set(self.store.vector_ids(space)))
+            # one transaction for an import's batch: each commit costs a checkpoint
+            self._fill_passages(memory_ids, batch_size=IMPORT_BATCH)
+        except Exception:  # the flag stays set: the next start embeds what is missing
+            self._passages_failed = True
+            log.exception("background passages failed")
+
+    def _passages_done(self) -> None:
+        """Clear the pending flag once no other passage work is queued; a failed or stopped
+        run leaves it set."""
+        jobs = self._passage_jobs
+        if jobs is None or jobs.stopping.is_set() or self._passages_failed or jobs.queued() > 1:
+            return
+        with contextlib.suppress(GraphmemError):
+            self.store.meta_set(PASSAGES_PENDING, "")
+
+    def wait_for_passages(self, timeout: float | None = None) -> bool:
+        """Block until the passages an import left to the worker are embedded; False when
+        `timeout` ran out first."""
+        return self._passage_jobs.wait(timeout) if self._passage_jobs is not None else True
 
     def reembed(
         self, *, batch_size: int = 128, on_progress: Progress | None = None
@@ -444,24 +530,23 @@ class GraphMemory(KnowledgeOps, GraphOps):
         todo = sorted(everything - have)
         # a memory with passages has "<id>#0"; one without may be a single sentence
         unsplit = sorted((everything & have) - self.store.passage_owners(space))
-        given = 0
-        work = todo + unsplit
-        for start in range(0, len(work), batch_size):
-            ids = work[start : start + batch_size]
+        total = len(todo) + len(unsplit)
+        for start in range(0, len(todo), batch_size):
+            ids = todo[start : start + batch_size]
             memories = self.store.get_memories(ids)
-            batch = [memories[i] for i in ids if i in memories]
-            fresh = [m for m in batch if m.id not in have]
+            fresh = [memories[i] for i in ids if i in memories]
             vectors, found = self._embed_memories(fresh)
-            old_ids, pieces = _passages_of([m for m in batch if m.id in have])
-            given += len({owner(i) for i in old_ids})
             with self.store.transaction():
-                if fresh:
-                    self.store.put_vectors(space, [m.id for m in fresh], vectors)
-                    self.store.put_passages(space, *found)
-                if pieces:
-                    self.store.put_passages(space, old_ids, self.embedder.embed(pieces))
+                self.store.put_vectors(space, [m.id for m in fresh], vectors)
+                self.store.put_passages(space, *found)
             if on_progress:
-                on_progress(start + len(ids), len(work))
+                on_progress(start + len(ids), total)
+
+        def progress(done: int, _: int) -> None:
+            if on_progress:
+                on_progress(len(todo) + done, total)
+
+        given = self._fill_passages(unsplit, batch_size=batch_size, on_progress=progress)
         return ReembedReport(
             space=space.label,
             embedded=len(todo),
@@ -481,98 +566,6 @@ def _passages_of(memories: Iterable[Memory]) -> tuple[list[str], list[str]]:
         ids += passage_ids(memory.id, len(found))
         texts += found
     return ids, texts
-
-
-_KEPT_ON_IMPORT = (
-    "id", "updated_at", "valid_to", "lifecycle", "confidence", "owner", "verified_at", "verify_status",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Supplied:
-    """What an imported line brings of its embedding: its vector, its passages' vectors."""
-
-    vector: npt.NDArray[np.float32] | None = None
-    passages: npt.NDArray[np.float32] | None = None
-
-    def complete(self, memory: Memory) -> bool:
-        """Nothing of the memory is left to embed."""
-        return self.vector is not None and (
-            self.passages is not None or not passages(memory.content)
-        )
-
-
-def _memory_from_json(line: str, space: EmbeddingSpace) -> tuple[Memory, Supplied, bool]:
-    """One exported memory, validated like a new one; its id, dates and lifecycle are kept.
-    The flag says whether the line named the id.
-
-    A `vector` (and `passages`) is used as the memory's embedding only when `embedding_space`
-    names the store's active space: vectors of another model would be compared with this one's
-    and mislead recall, so such a memory is embedded again instead."""
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not JSON: {exc.msg}") from exc
-    if not isinstance(data, dict):
-        raise InvalidInput("not a JSON object")
-    label = data.pop("embedding_space", None)
-    vector = _supplied_vector(data.pop("vector", None), label, space)
-    brought = Supplied(vector, _supplied_passages(data.pop("passages", None), label, space))
-    kept = {k: data.pop(k) for k in _KEPT_ON_IMPORT if k in data}
-    item = validate_input(data)
-    try:
-        for key in ("updated_at", "valid_to", "verified_at"):
-            if key in kept:
-                kept[key] = parse_time(kept[key])
-        if kept and kept.get("updated_at") is None:
-            kept["updated_at"] = item.created_at or utcnow()
-        return GraphMemory._new_memory(item, kept), brought, "id" in kept
-    except (ValidationError, ValueError) as exc:
-        message = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
-        raise InvalidInput(message) from exc
-
-
-def _supplied_vector(
-    vector: Any, label: Any, space: EmbeddingSpace
-) -> npt.NDArray[np.float32] | None:
-    if vector is None:
-        return None
-    if label is None:
-        raise InvalidInput(f"a vector needs its embedding_space (this store uses {space.label!r})")
-    if label != space.label:
-        return None
-    try:
-        if isinstance(vector, str):  # base64 of little-endian float32: 4x faster to parse
-            array = np.frombuffer(base64.b64decode(vector, validate=True), dtype="<f4")
-        else:
-            array = np.asarray(vector, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(
-            "vector must be a list of numbers or base64 of little-endian float32"
-        ) from exc
-    norm = math.sqrt(float(array @ array)) if array.shape == (space.dim,) else math.nan
-    if not math.isfinite(norm):  # a NaN or an infinity anywhere makes the norm one too
-        raise InvalidInput(f"vector must be {space.dim} finite numbers for {space.label}")
-    if norm == 0:
-        raise InvalidInput("vector must not be all zeros")
-    return array * np.float32(1 / norm)
-
-
-def _supplied_passages(
-    rows: Any, label: Any, space: EmbeddingSpace
-) -> npt.NDArray[np.float32] | None:
-    if rows is None:
-        return None
-    if not isinstance(rows, list) or len(rows) > MAX_PASSAGES:
-        raise InvalidInput(f"passages must be a list of at most {MAX_PASSAGES} vectors")
-    found = [_supplied_vector(row, label, space) for row in rows]
-    if any(row is None for row in found):  # another space: embedded again
-        return None
-    return np.array(found, np.float32).reshape(len(found), space.dim)
-
-
-def _base64(vector: npt.NDArray[np.float32]) -> str:
-    return base64.b64encode(vector.astype("<f4").tobytes()).decode()
 
 
 def open_store(

@@ -18,7 +18,7 @@ from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.models import MAX_CONTENT_CHARS, Memory
-from graphmem.service import GraphMemory, open_store
+from graphmem.service import PASSAGES_PENDING, GraphMemory, open_store
 from graphmem.settings import load_settings
 from graphmem.transfer import export_jsonl
 
@@ -319,7 +319,8 @@ def test_an_import_that_brings_only_its_vector_still_gets_passage_vectors(
 
     report = other.import_jsonl([json.dumps(line)])
 
-    assert (report.imported, report.vectors_supplied) == (1, 1)
+    assert (report.imported, report.vectors_supplied, report.passages_pending) == (1, 1, 1)
+    assert other.wait_for_passages(timeout=30)
     assert _passage_owners(other) == {long.id}
 
 
@@ -337,7 +338,56 @@ def test_passages_of_another_space_or_too_many_are_refused_or_embedded_again(
 
     elsewhere = {**line, "embedding_space": "hash:hash-v1/128"}
     assert other.import_jsonl([json.dumps(elsewhere)]).vectors_supplied == 0
+    assert other.wait_for_passages(timeout=30)
     assert _passage_owners(other) == {long.id}
+
+
+NOTES = [
+    {"content": f"Service {i} timed out. The pool was too small. We raised it to {i}."}
+    for i in range(5)
+]
+
+
+def test_an_import_leaves_passages_to_the_worker_and_recall_finds_the_notes_meanwhile(
+    other: GraphMemory,
+) -> None:
+    report = other.import_jsonl([json.dumps(n) for n in [*NOTES, {"content": "one sentence"}]])
+
+    assert (report.imported, report.passages_pending) == (6, 5)
+    assert (
+        other.recall("Service 3 timed out", limit=1).hits[0].memory.content.startswith("Service 3")
+    )
+    assert other.wait_for_passages(timeout=30)
+    assert len(_passage_owners(other)) == 5
+    assert not other.store.meta_get(PASSAGES_PENDING)
+
+
+def test_a_one_shot_import_embeds_the_passages_itself(tmp_path: Path) -> None:
+    settings = load_settings(tmp_path / "one-shot")
+    with GraphMemory(settings, embedder=HashEmbedder(), extract_in_background=False) as gm:
+        report = gm.import_jsonl([json.dumps(n) for n in NOTES])
+        assert (report.imported, report.passages_pending) == (5, 0)
+        assert len(_passage_owners(gm)) == 5
+
+
+def test_passages_a_failed_or_killed_worker_left_are_embedded_at_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "store"
+
+    def cut_short(memory_ids: Any) -> int:
+        raise RuntimeError("killed")
+
+    with open_store(path, embedder=HashEmbedder()) as gm:
+        monkeypatch.setattr(gm, "_fill_passages", cut_short)
+        assert gm.import_jsonl([json.dumps(n) for n in NOTES]).passages_pending == 5
+        assert gm.wait_for_passages(timeout=30)
+        assert _passage_owners(gm) == set() and gm.store.meta_get(PASSAGES_PENDING) == "1"
+
+    with open_store(path, embedder=HashEmbedder()) as again:
+        assert again.wait_for_passages(timeout=30)
+        assert len(_passage_owners(again)) == 5
+        assert not again.store.meta_get(PASSAGES_PENDING)
 
 
 def test_reembed_gives_passages_to_memories_stored_before_them(gm: GraphMemory) -> None:

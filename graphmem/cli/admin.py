@@ -142,7 +142,7 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
             if remote
             else "none (commands open the store directly)",
         )
-        api: MemoryAPI = remote or GraphMemory(settings)
+        api: MemoryAPI = remote or GraphMemory(settings, extract_in_background=False)
         try:
             status = api.db_status()
             stats = api.stats()

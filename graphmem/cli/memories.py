@@ -368,6 +368,8 @@ def import_(
             f"skipped {report.skipped} (already present), {len(report.errors)} bad lines "
             f"in {report.seconds:.1f}s"
         )
+        if report.passages_pending:
+            out.print(f"the passages of {report.passages_pending} are embedded in the background")
         for err in report.errors[:20]:
             out.print(f"  line {err['line']}: {err['message']}", markup=False)
 

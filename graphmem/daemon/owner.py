@@ -208,6 +208,8 @@ class Owner:
                     and not self._connections
                     and time.monotonic() - self._last_request > timeout
                 )
+            # background work (extraction, an import's passages) counts as activity
+            idle = idle and self.gm.wait_for_extraction(0) and self.gm.wait_for_passages(0)
             if timeout > 0 and idle:
                 log.info("idle for %.0fs, exiting", timeout)
                 self.stop()

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any
+
+from graphmem.jobs import Jobs
 
 if TYPE_CHECKING:
     from graphmem.extractors import Extractor
@@ -66,8 +67,7 @@ class Extraction:
         self.background = background and settings.extract_on_write
         self._lock = threading.Lock()
         self._indexer: TripleIndexer | None = None
-        self._jobs: ThreadPoolExecutor | None = None
-        self._pending: set[Future[None]] = set()
+        self._jobs = Jobs("graphmem-extract")
 
     def indexer(self) -> TripleIndexer:
         with self._lock:
@@ -79,14 +79,8 @@ class Extraction:
             return self._indexer
 
     def schedule(self, memory_ids: Sequence[str]) -> None:
-        if not (self.background and memory_ids):
-            return
-        with self._lock:
-            if self._jobs is None:
-                self._jobs = ThreadPoolExecutor(1, thread_name_prefix="graphmem-extract")
-            future = self._jobs.submit(self._run, list(memory_ids))
-            self._pending.add(future)
-        future.add_done_callback(self._done)
+        if self.background and memory_ids:
+            self._jobs.submit(partial(self._run, list(memory_ids)))
 
     def schedule_pending(self) -> int:
         """Queue every memory still waiting for extraction; returns how many."""
@@ -96,10 +90,6 @@ class Extraction:
         for start in range(0, len(ids), BATCH):
             self.schedule(ids[start : start + BATCH])
         return len(ids)
-
-    def _done(self, future: Future[None]) -> None:
-        with self._lock:
-            self._pending.discard(future)
 
     def _run(self, memory_ids: list[str]) -> None:
         try:
@@ -111,23 +101,8 @@ class Extraction:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until queued work is done; False when `timeout` ran out first."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._lock:
-                pending = next(iter(self._pending), None)
-            if pending is None:
-                return True
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            try:
-                pending.exception(timeout=left)
-            except TimeoutError:
-                return False
+        return self._jobs.wait(timeout)
 
     def stop(self) -> None:
         """Let the running batch finish (it holds a transaction); queued ones stay pending."""
-        with self._lock:
-            jobs, self._jobs = self._jobs, None
-        if jobs is not None:
-            jobs.shutdown(wait=True, cancel_futures=True)
+        self._jobs.stop()

@@ -7,7 +7,9 @@ from graphmem.embeddings.hashing import HashEmbedder
 
 
 def test_a_small_bench_reports_every_measure_beside_the_machine_speed() -> None:
-    result = run_bench(400, 5, embedder=HashEmbedder(), embedding="hash", pool_size=150, single=5)
+    result = run_bench(
+        400, 5, embedder=HashEmbedder(), embedding="hash", pool_size=150, notes=20, single=5
+    )
 
     assert result["memories"] == 405
     assert (result["embedded_import_memories"], result["supplied_vector_import_memories"]) == (
@@ -15,7 +17,14 @@ def test_a_small_bench_reports_every_measure_beside_the_machine_speed() -> None:
         250,
     )
     assert result["embedding_space"] == HashEmbedder().space.label
-    for key in ("recall_ms_p50", "recall_ms_p95", "cold_recall_s_median", "store_bytes_per_memory"):
+    assert result["embedded_import_notes"] == 20
+    for key in (
+        "embedded_import_notes_per_s",
+        "recall_ms_p50",
+        "recall_ms_p95",
+        "cold_recall_s_median",
+        "store_bytes_per_memory",
+    ):
         assert result[key] > 0, key
     for when in ("start", "end"):
         assert set(result["machine_ms"][when]) == {"python", "numpy"}
