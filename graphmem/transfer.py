@@ -143,6 +143,7 @@ def import_chunks(
         total.imported += report.imported
         total.skipped += report.skipped
         total.vectors_supplied += report.vectors_supplied
+        total.passages_pending += report.passages_pending
         total.errors.extend(report.errors)
         total.seconds = round(total.seconds + report.seconds, 3)
         if on_progress:

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from graphmem.daemon.paths import live_owner, owner_file
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound, StoreLocked
 from graphmem.process import pid_alive
-from graphmem.service import GraphMemory
+from graphmem.service import PASSAGES_PENDING, GraphMemory
 from graphmem.settings import load_settings
 from graphmem.storage import connection
 
@@ -220,6 +221,40 @@ def test_the_owner_exits_after_its_idle_timeout_once_clients_leave(tmp_path: Pat
     assert not thread.is_alive()
     assert not owner_file(served.home).exists()
     assert not Path(served.socket_path).exists()
+
+
+def test_the_owner_stays_up_until_an_imports_passages_are_embedded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = load_settings(tmp_path / "store", environ={}, overrides={"daemon_idle_timeout": 0.5})
+    gm = GraphMemory(settings, embedder=HashEmbedder())
+    release = threading.Event()
+    fill = gm._fill_passages
+
+    def held_back(memory_ids: Any, **options: Any) -> int:
+        release.wait(15)
+        return fill(memory_ids, **options)
+
+    monkeypatch.setattr(gm, "_fill_passages", held_back)
+    served = Owner(gm)
+    thread = threading.Thread(target=served.serve, daemon=True)
+    thread.start()
+    assert wait_for(lambda: live_owner(served.home) is not None)
+    remote = connect(settings)
+    assert remote is not None
+    note = {"content": "The API timed out. Its pool was too small. We raised it to 50."}
+    report = remote.import_jsonl([json.dumps(note)])
+    assert (report.imported, report.passages_pending) == (1, 1)
+    remote.close()
+
+    time.sleep(1.0)
+    assert thread.is_alive(), "an owner with background work must stay"
+    release.set()
+    thread.join(timeout=15)
+    assert not thread.is_alive()
+    with GraphMemory(settings, embedder=HashEmbedder(), extract_in_background=False) as again:
+        assert len(again.store.passage_owners(again.embedder.space)) == 1
+        assert not again.store.meta_get(PASSAGES_PENDING)
 
 
 # -- the owner as a real background process ---------------------------------------------------
