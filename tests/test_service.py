@@ -308,13 +308,19 @@ def test_an_export_with_vectors_brings_the_passages_and_the_import_embeds_nothin
     assert np.allclose(after[long.id], before[long.id], atol=1e-6)
 
 
+def _exported_line(gm: GraphMemory) -> dict[str, Any]:
+    """The store's one memory as `export --with-vectors` writes it."""
+    buffer = io.StringIO()
+    export_jsonl(gm, buffer, with_vectors=True)
+    line: dict[str, Any] = json.loads(buffer.getvalue())
+    return line
+
+
 def test_an_import_that_brings_only_its_vector_still_gets_passage_vectors(
     gm: GraphMemory, other: GraphMemory
 ) -> None:
     long = gm.remember(TWO_SENTENCES)
-    buffer = io.StringIO()
-    export_jsonl(gm, buffer, with_vectors=True)
-    line = json.loads(buffer.getvalue())
+    line = _exported_line(gm)
     del line["passages"]
 
     report = other.import_jsonl([json.dumps(line)])
@@ -328,9 +334,7 @@ def test_passages_of_another_space_or_too_many_are_refused_or_embedded_again(
     gm: GraphMemory, other: GraphMemory
 ) -> None:
     long = gm.remember(TWO_SENTENCES)
-    buffer = io.StringIO()
-    export_jsonl(gm, buffer, with_vectors=True)
-    line = json.loads(buffer.getvalue())
+    line = _exported_line(gm)
 
     too_many = {**line, "passages": line["passages"] * 9}
     report = other.import_jsonl([json.dumps(too_many)])

@@ -310,16 +310,23 @@ class VectorTables(KuzuConnection):
         first = f"{SEPARATOR}0"
         return {owner(i) for i in ids if i.endswith(first)}
 
-    def passage_vectors(
+    def _passage_rows(
         self, space: EmbeddingSpace, ids: Sequence[str]
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        """Memory id -> its passages' vectors in order, for those of `ids` that have any."""
+    ) -> tuple[npt.NDArray[np.float32], list[tuple[str, int]]]:
+        """The passage matrix, and (passage id, row) of the memories' passages, in order."""
         if not ids or passage_table_for(space) not in self.table_names():
-            return {}
+            return np.zeros((0, space.dim), np.float32), []
         with self._lock:
             cached = self._load(passage_table_for(space), space.dim)
             matrix = cached.matrix(space.dim)
             found = cached.ids.within([p for i in ids for p in passage_ids(i)], len(matrix))
+        return matrix, found
+
+    def passage_vectors(
+        self, space: EmbeddingSpace, ids: Sequence[str]
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """Memory id -> its passages' vectors in order, for those of `ids` that have any."""
+        matrix, found = self._passage_rows(space, ids)
         rows: dict[str, list[int]] = {}
         for passage, row in found:  # in passage order, as asked
             rows.setdefault(owner(passage), []).append(row)
@@ -330,12 +337,7 @@ class VectorTables(KuzuConnection):
     ) -> dict[str, PassageMatch]:
         """Memory id -> its best passage's cosine and its number of passages, for those of
         `ids` that have passages."""
-        if not ids or passage_table_for(space) not in self.table_names():
-            return {}
-        with self._lock:
-            cached = self._load(passage_table_for(space), space.dim)
-            matrix = cached.matrix(space.dim)
-            found = cached.ids.within([p for i in ids for p in passage_ids(i)], len(matrix))
+        matrix, found = self._passage_rows(space, ids)
         if not found:
             return {}
         scores = matrix[[row for _, row in found]] @ vector
