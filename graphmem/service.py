@@ -389,7 +389,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
 
         # with a worker, the passages wait for it: an import of notes of a few sentences each
         # takes half the time, and recall finds them by their own vectors meanwhile
-        later = self._passage_jobs is not None
+        jobs = self._passage_jobs
         deferred = 0
 
         def flush() -> None:
@@ -406,19 +406,21 @@ class GraphMemory(KnowledgeOps, GraphOps):
                 memories = [m for m, _ in fresh]
                 lines_bring = [b for _, b in fresh]
                 vectors, found = self._embed_memories(
-                    memories, lines_bring, with_passages=not later
+                    memories, lines_bring, with_passages=jobs is None
                 )
                 supplied += sum(b.vector is not None for b in lines_bring)
                 waiting = [
-                    m.id for m, b in fresh if later and b.passages is None and passages(m.content)
+                    m.id
+                    for m, b in fresh
+                    if jobs is not None and b.passages is None and passages(m.content)
                 ]
                 if waiting and not deferred:  # before the rows: an exit must not lose them
                     self.store.meta_set(PASSAGES_PENDING, "1")
                 imported += self.store.insert_memories(
                     memories, vectors, self.embedder.space, found
                 )
-                if waiting and self._passage_jobs is not None:
-                    self._passage_jobs.submit(partial(self._passages_later, waiting))
+                if waiting and jobs is not None:
+                    jobs.submit(partial(self._passages_later, waiting))
                     deferred += len(waiting)
             pending, load, given = [], 0.0, set()
 
@@ -446,8 +448,8 @@ class GraphMemory(KnowledgeOps, GraphOps):
                         on_progress(lineno, 0)
             flush()
         finally:  # the flag is cleared once the worker has them all
-            if deferred and self._passage_jobs is not None:
-                self._passage_jobs.submit(self._passages_done)
+            if deferred and jobs is not None:
+                jobs.submit(self._passages_done)
         return ImportReport(
             imported=imported,
             skipped=skipped,
@@ -535,10 +537,11 @@ class GraphMemory(KnowledgeOps, GraphOps):
             ids = todo[start : start + batch_size]
             memories = self.store.get_memories(ids)
             fresh = [memories[i] for i in ids if i in memories]
-            vectors, found = self._embed_memories(fresh)
-            with self.store.transaction():
-                self.store.put_vectors(space, [m.id for m in fresh], vectors)
-                self.store.put_passages(space, *found)
+            if fresh:  # unless all were deleted since
+                vectors, found = self._embed_memories(fresh)
+                with self.store.transaction():
+                    self.store.put_vectors(space, [m.id for m in fresh], vectors)
+                    self.store.put_passages(space, *found)
             if on_progress:
                 on_progress(start + len(ids), total)
 
