@@ -194,7 +194,15 @@ def answer_hop(
     clues: dict[str, float] = {}
     share = 1.0 if asks_for_many(query) else SINGLE_ANSWER_SHARE
     labels = asked_labels(query)
-    things = store.things_mentioned_with(people, labels, limit=MAX_MEMORIES) if labels else []
+    # the people who speak in the conversations are named in turn after turn ("Thanks,
+    # Caroline!"): not the person a question asks for
+    things = (
+        store.things_mentioned_with(
+            people, labels, limit=MAX_MEMORIES, besides=sorted(store.speakers())
+        )
+        if labels
+        else []
+    )
     if len({memory_id for memory_id, *_ in things}) > MAX_KIND_MEMORIES:
         within = set(gathered)
         things = [row for row in things if row[0] in within]

@@ -57,6 +57,25 @@ class RecallConfig(BaseModel):
         }
     )
 
+    # A question after several things (recall.query.asks_for_many: "What pets does Nate
+    # have?") shares few words with its answers: the ones it has name the kind of thing
+    # ("pets"), which generic turns repeat ("pets bring joy"); in a conversation its answers
+    # are its person's own turns. These replace w_speaker, w_bm25 and w_terms for such a
+    # question; None keeps them.
+    w_speaker_many: float | None = None
+    w_bm25_many: float | None = None
+    w_terms_many: float | None = None
+
+    def for_many(self) -> RecallConfig:
+        """The recipe for a question after several things."""
+        pairs = (
+            ("w_speaker", self.w_speaker_many),
+            ("w_bm25", self.w_bm25_many),
+            ("w_terms", self.w_terms_many),
+        )
+        changed = {name: value for name, value in pairs if value is not None}
+        return self.model_copy(update=changed) if changed else self
+
     @property
     def needs_vectors(self) -> bool:
         return self.vector_candidates > 0 and (self.w_cosine > 0 or self.fusion == "rrf")
@@ -70,10 +89,14 @@ class RecallConfig(BaseModel):
         return self.keyword_candidates > 0 and (self.w_bm25 > 0 or self.fusion == "rrf")
 
 
+# the weights for a question after several things: measured on LoCoMo dev
+# (docs/recall.md#features)
+_HYBRID = RecallConfig(name="hybrid", w_speaker_many=0.8, w_bm25_many=0.25, w_terms_many=0.2)
+
 RECIPES: dict[str, RecallConfig] = {
-    "hybrid": RecallConfig(name="hybrid"),
+    "hybrid": _HYBRID,
     # without the answer hop's clues: no entity queries, for stores where they find nothing
-    "hybrid-nograph": RecallConfig(name="hybrid-nograph", w_answer=0),
+    "hybrid-nograph": _HYBRID.model_copy(update={"name": "hybrid-nograph", "w_answer": 0}),
     "bm25": RecallConfig(
         name="bm25",
         question_factor=1.0,

@@ -174,6 +174,8 @@ def recall(
     # as of a past date there is no "superseded" yet: every version is judged as it stood then
     judge = filters.as_of is None
     parsed = parse_query(query)
+    if parsed.many:
+        config = config.for_many()
     scored = _score(parsed, candidates, rows, config, judge_lifecycle=judge)
     # a question after several things wants them in its top k, not each beside its neighbour
     lend = config.w_neighbor_many if parsed.many else config.w_neighbor

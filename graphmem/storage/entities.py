@@ -354,18 +354,29 @@ class EntityRepository(KnowledgeRepository):
         )
 
     def things_mentioned_with(
-        self, people: Sequence[str], labels: Sequence[str], *, limit: int
+        self,
+        people: Sequence[str],
+        labels: Sequence[str],
+        *,
+        limit: int,
+        besides: Sequence[str] = (),
     ) -> list[tuple[str, str, str, str]]:
         """(memory id, person id, entity id, entity name): live memories that name one of the
-        people (entity ids; only person entities count) beside an entity with one of the labels."""
+        people (entity ids; only person entities count) beside an entity with one of the
+        labels, other than the people and the entities `besides`."""
         if not people or not labels:
             return []
         return self.read_tuples(
             "MATCH (p:Entity)<-[:MENTIONS]-(m:Memory)-[:MENTIONS]->(x:Entity) "
             "WHERE p.id IN $people AND p.label = 'person' AND x.label IN $labels "
-            "AND NOT x.id IN $people AND m.lifecycle <> 'archived' "
+            "AND NOT x.id IN $skip AND m.lifecycle <> 'archived' "
             "RETURN m.id, p.id, x.id, x.name LIMIT $limit",
-            {"people": list(people), "labels": list(labels), "limit": limit},
+            {
+                "people": list(people),
+                "labels": list(labels),
+                "skip": [*people, *besides],
+                "limit": limit,
+            },
         )
 
     def facts_of_people(

@@ -239,3 +239,21 @@ def test_a_kind_too_common_to_reach_by_still_marks_what_recall_gathered(
     gathered = [m.id for m in stored[:3]]
     clues = multihop.answer_hop(oneshot.store, question, Subgraph(), gathered)
     assert {m for m, v in clues.items() if v >= 1.0} == set(gathered)
+
+
+def test_the_people_who_speak_are_not_the_person_a_question_asks_for(
+    oneshot: GraphMemory,
+) -> None:
+    stored = oneshot.remember_many(
+        [
+            {"content": "Melanie: Thanks, Caroline! The show last night was so much fun."},
+            {"content": "Melanie: We saw Matt Patterson live and he was amazing."},
+            {"content": "Caroline: Glad you had fun, Melanie!"},
+        ]
+    )
+    oneshot.index_triples()
+
+    clues = multihop.answer_hop(oneshot.store, "Which artists has Melanie seen?", Subgraph())
+
+    # Caroline is named beside Melanie too, but she is the one Melanie talks to
+    assert set(clues) == {stored[1].id}

@@ -11,7 +11,7 @@ import pytest
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput
 from graphmem.models import Memory
-from graphmem.recall.config import RECIPES, RecallConfig
+from graphmem.recall.config import RECIPES, RecallConfig, get_recipe
 from graphmem.service import GraphMemory, open_store
 
 ENGINEERING = [
@@ -518,3 +518,27 @@ def test_only_conversation_turns_lend_to_their_neighbours(gm: GraphMemory) -> No
     lent = {h.memory.content: h.explain["features"]["neighbor"] for h in hits if h.explain}
     assert lent["Jo: Loon and Crater, both twice"] > 0
     assert lent["Loon and Crater, both twice"] == 0
+
+
+def test_a_question_after_several_things_weighs_the_speaker_over_its_own_words(
+    gm: GraphMemory,
+) -> None:
+    gm.remember("Nate: Pets bring so much joy, they never let you down.")
+    gm.remember("Nate: I took my turtles to the park this morning.")
+
+    def weights(query: str) -> dict[str, float]:
+        hit = gm.recall(query, limit=1, explain=True).hits[0]
+        assert hit.explain is not None
+        return {k: hit.explain["weights"][k] for k in ("speaker", "bm25", "terms")}
+
+    hybrid = get_recipe("hybrid")
+    assert weights("What pets does Nate have?") == {
+        "speaker": hybrid.w_speaker_many,
+        "bm25": hybrid.w_bm25_many,
+        "terms": hybrid.w_terms_many,
+    }
+    plain = {"speaker": hybrid.w_speaker, "bm25": hybrid.w_bm25, "terms": hybrid.w_terms}
+    assert weights("What is the name of Nate's dog?") == plain
+    # a recipe that sets no weights of its own for such questions keeps its plain ones
+    custom = RecallConfig(name="mine", w_bm25=0.7)
+    assert custom.for_many() == custom
