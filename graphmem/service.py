@@ -124,9 +124,6 @@ class GraphMemory(KnowledgeOps, GraphOps):
         # an import leaves its passages to this worker when one may run (graphmem.passages)
         self._passage_jobs = Jobs("graphmem-passages") if extract_in_background else None
         self._passages_failed = False
-        if self._passage_jobs is not None and self.store.meta_get(PASSAGES_PENDING):
-            self._passage_jobs.submit(partial(self._passages_later, None))
-            self._passage_jobs.submit(self._passages_done)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -459,18 +456,25 @@ class GraphMemory(KnowledgeOps, GraphOps):
             seconds=round(time.perf_counter() - started, 3),
         )
 
+    def _missing_passages(self, memory_ids: Iterable[str] | None = None) -> Sequence[str]:
+        """Those of the memories (every one, when None) that have a vector in the active space
+        but no passages there; a memory of one sentence is among them too."""
+        space = self.embedder.space
+        have = set(self.store.vector_ids(space))
+        wanted = have if memory_ids is None else have.intersection(memory_ids)
+        return sorted(wanted - self.store.passage_owners(space))
+
     def _fill_passages(
         self,
-        memory_ids: Sequence[str],
+        todo: Sequence[str],
         *,
         batch_size: int = 128,
         on_progress: Progress | None = None,
     ) -> int:
-        """Embed the passages of those memories that have none in the active space (one
-        transaction per batch); returns how many got theirs. A worker's run stops between
-        batches when the store closes: the rest are found again at the next start."""
+        """Embed the passages of the memories (one transaction per batch); returns how many
+        got some. A worker's run stops between batches when the store closes: the rest are
+        found again at the next start."""
         space = self.embedder.space
-        todo = sorted(set(memory_ids) - self.store.passage_owners(space))
         stopping = self._passage_jobs.stopping if self._passage_jobs is not None else None
         given = 0
         for start in range(0, len(todo), batch_size):
@@ -492,11 +496,8 @@ class GraphMemory(KnowledgeOps, GraphOps):
         """The worker's job: the memories' passages, or (None) every memory's, after a start
         that found an import's passages unfinished."""
         try:
-            if memory_ids is None:
-                space = self.embedder.space
-                memory_ids = sorted(self.store.all_memory_ids() & set(self.store.vector_ids(space)))
             # one transaction for an import's batch: each commit costs a checkpoint
-            self._fill_passages(memory_ids, batch_size=IMPORT_BATCH)
+            self._fill_passages(self._missing_passages(memory_ids), batch_size=IMPORT_BATCH)
         except Exception:  # the flag stays set: the next start embeds what is missing
             self._passages_failed = True
             log.exception("background passages failed")
@@ -509,6 +510,16 @@ class GraphMemory(KnowledgeOps, GraphOps):
             return
         with contextlib.suppress(GraphmemError):
             self.store.meta_set(PASSAGES_PENDING, "")
+
+    def schedule_pending_passages(self) -> bool:
+        """Queue the passages an import left unfinished (the owner does at start, beside
+        extraction's); True if there were any."""
+        jobs = self._passage_jobs
+        if jobs is None or not self.store.meta_get(PASSAGES_PENDING):
+            return False
+        jobs.submit(partial(self._passages_later, None))
+        jobs.submit(self._passages_done)
+        return True
 
     def wait_for_passages(self, timeout: float | None = None) -> bool:
         """Block until the passages an import left to the worker are embedded; False when
@@ -531,7 +542,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
         everything = self.store.all_memory_ids()
         todo = sorted(everything - have)
         # a memory with passages has "<id>#0"; one without may be a single sentence
-        unsplit = sorted((everything & have) - self.store.passage_owners(space))
+        unsplit = self._missing_passages(everything)
         total = len(todo) + len(unsplit)
         for start in range(0, len(todo), batch_size):
             ids = todo[start : start + batch_size]

@@ -389,6 +389,7 @@ def test_passages_a_failed_or_killed_worker_left_are_embedded_at_the_next_start(
         assert _passage_owners(gm) == set() and gm.store.meta_get(PASSAGES_PENDING) == "1"
 
     with open_store(path, embedder=HashEmbedder()) as again:
+        assert again.schedule_pending_passages()  # as the owner does at start
         assert again.wait_for_passages(timeout=30)
         assert len(_passage_owners(again)) == 5
         assert not again.store.meta_get(PASSAGES_PENDING)

@@ -194,8 +194,10 @@ class Owner:
         try:
             self.gm.embedder.embed_query("warm up")
             self.gm.store.warm_vectors(self.gm.embedder.space)
-            # memories written while no owner ran (one-shot CLI calls) are still pending
+            # memories written while no owner ran (one-shot CLI calls) are still pending, and
+            # an owner stopped early may have left an import's passages
             self.gm.schedule_pending_extraction()
+            self.gm.schedule_pending_passages()
         except GraphmemError as exc:
             log.warning("warm-up failed: %s", exc.message)
 
