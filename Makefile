@@ -2,8 +2,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# the official TypeScript MCP client the tests drive the server with (versions pinned in its lock)
+TS_CLIENT := tests/mcp/ts_client
 
-.PHONY: setup demo test lint eval-quick eval bench
+.PHONY: setup ts-client demo test lint eval-quick eval bench
 
 $(BIN)/graphmem: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +17,11 @@ $(BIN)/graphmem: pyproject.toml
 
 setup: $(BIN)/graphmem
 
+$(TS_CLIENT)/node_modules/.package-lock.json: $(TS_CLIENT)/package-lock.json
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error
+
+ts-client: $(TS_CLIENT)/node_modules/.package-lock.json
+
 demo: setup
 	$(BIN)/graphmem demo
 
@@ -23,7 +30,7 @@ lint: setup
 	$(BIN)/ruff format --check graphmem extractors schema eval tests
 	$(BIN)/mypy
 
-test: setup lint
+test: setup ts-client lint
 	$(BIN)/python -m pytest -q
 
 eval-quick: setup

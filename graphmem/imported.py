@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -15,13 +15,16 @@ from pydantic import ValidationError
 
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput, validation_message
+from graphmem.idempotency import CALL_FIELDS
 from graphmem.ids import new_id
 from graphmem.models import Memory, MemoryInput, parse_time, utcnow, validated
 from graphmem.passages import MAX_PASSAGES, passages
 
+_M = TypeVar("_M", bound=Memory)
 
-def new_memory(item: MemoryInput, kept: Mapping[str, Any] | None = None) -> Memory:
-    """A memory from validated input, its dates defaulted and its id new; `kept`: fields an
+
+def new_memory(model: type[_M], item: MemoryInput, kept: Mapping[str, Any] | None = None) -> _M:
+    """A `model` (Memory or a subclass) from validated input, its dates defaulted and its id new; `kept`: fields an
     import carries over (id, dates, lifecycle), validated with the rest in one go."""
     now = utcnow()
     created = item.created_at or now
@@ -29,12 +32,12 @@ def new_memory(item: MemoryInput, kept: Mapping[str, Any] | None = None) -> Memo
         "created_at": created,
         "updated_at": now,
         "valid_from": item.valid_from or created,
-        **item.model_dump(exclude={"created_at", "valid_from"}),
+        **item.model_dump(exclude={"created_at", "valid_from", *CALL_FIELDS}),
         **(kept or {}),
     }
     if "id" not in values:
         values["id"] = new_id(created)
-    return Memory.model_validate(values)
+    return model.model_validate(values)
 
 
 _KEPT_ON_IMPORT = (
@@ -80,7 +83,7 @@ def memory_from_json(line: str, space: EmbeddingSpace) -> tuple[Memory, Supplied
                 kept[key] = parse_time(kept[key])
         if kept and kept.get("updated_at") is None:
             kept["updated_at"] = item.created_at or utcnow()
-        return new_memory(item, kept), brought, "id" in kept
+        return new_memory(Memory, item, kept), brought, "id" in kept
     except (ValidationError, ValueError) as exc:
         message = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InvalidInput(message) from exc

@@ -9,9 +9,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from graphmem.errors import InvalidInput, validation_message
 
@@ -32,22 +40,44 @@ MAX_TAGS = 50
 
 
 def parse_time(value: datetime | str | None) -> datetime | None:
-    """Accept ISO 8601 strings or datetimes; store naive UTC (Kùzu TIMESTAMP has no zone)."""
+    """An ISO 8601 string or a datetime as an aware UTC datetime. A value without an offset is
+    read as UTC: that is what graphmem has always stored, and what clients mean by a bare time."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
-        text = value.strip().replace("Z", "+00:00")
+        text = value.strip()
+        if text[-1:] in ("z", "Z"):
+            text = text[:-1] + "+00:00"
         try:
             value = datetime.fromisoformat(text)
         except ValueError as exc:
             raise ValueError(f"not an ISO 8601 date or time: {value!r}") from exc
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value
+    return as_utc(value)
+
+
+def as_utc(value: datetime) -> datetime:
+    """Aware, in UTC; a naive value is taken to be UTC already."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def stored_time(value: datetime) -> datetime:
+    """`value` as the store keeps it: naive UTC (Kùzu's TIMESTAMP has no zone), so that it
+    compares with what the store and its in-process columns hold."""
+    return value if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None)
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+    return datetime.now(UTC)
+
+
+def _parsed(value: Any) -> Any:
+    """Strings are parsed here, to say what is wrong in our words; numbers are left to pydantic."""
+    return parse_time(value) if isinstance(value, str) else value
+
+
+UtcDateTime = Annotated[datetime, BeforeValidator(_parsed), AfterValidator(as_utc)]
+"""Every datetime of the interface: aware, in UTC, and so written with an offset in JSON (RFC 3339
+`date-time`, which clients such as the TypeScript MCP SDK check)."""
 
 
 def _clean_tags(value: Any) -> list[str]:
@@ -107,10 +137,24 @@ class MemoryInput(_Strict):
     service: str | None = None
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime | None = None
-    valid_from: datetime | None = None
+    created_at: UtcDateTime | None = None
+    valid_from: UtcDateTime | None = None
     session_id: str | None = Field(
         default=None, max_length=200, description="conversation or work session it came from"
+    )
+    # how a retried store finds what its first attempt stored; neither is kept on the memory
+    idempotency_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="the caller's id for this store: a retry with the same key returns the "
+        "memory the first attempt stored instead of storing it twice",
+    )
+    client_session: str | None = Field(
+        default=None,
+        max_length=200,
+        description="the client session storing it: an exact duplicate it stored within the "
+        "duplicate window is returned instead of stored again",
     )
 
     @field_validator("content")
@@ -123,9 +167,6 @@ class MemoryInput(_Strict):
     _tags = field_validator("tags", mode="before")(classmethod(lambda cls, v: _clean_tags(v)))
     _metadata = field_validator("metadata", mode="before")(
         classmethod(lambda cls, v: _clean_metadata(v))
-    )
-    _times = field_validator("created_at", "valid_from", mode="before")(
-        classmethod(lambda cls, v: parse_time(v))
     )
 
 
@@ -166,12 +207,11 @@ class MemoryFilter(_Strict):
     service: str | None = None
     tags: list[str] = Field(default_factory=list)
     lifecycle: Lifecycle | None = None
-    as_of: datetime | None = Field(
+    as_of: UtcDateTime | None = Field(
         default=None, description="only what was valid and recorded at this time"
     )
 
     _tags = field_validator("tags", mode="before")(classmethod(lambda cls, v: _clean_tags(v)))
-    _as_of = field_validator("as_of", mode="before")(classmethod(lambda cls, v: parse_time(v)))
 
     def is_empty(self) -> bool:
         return not (
@@ -200,14 +240,32 @@ class Memory(Model):
     confidence: float = 1.0
     lifecycle: Lifecycle = "active"
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime
-    updated_at: datetime
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    created_at: UtcDateTime
+    updated_at: UtcDateTime
+    valid_from: UtcDateTime | None = None
+    valid_to: UtcDateTime | None = None
     owner: str | None = None
-    verified_at: datetime | None = None
+    verified_at: UtcDateTime | None = None
     verify_status: str | None = None
     session_id: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        """A StoredMemory equals the Memory that `get` returns for it: the same memory."""
+        if isinstance(other, Memory) and type(other) is not type(self):
+            return all(getattr(self, f) == getattr(other, f) for f in Memory.model_fields)
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # as for any model: mutable, so unhashable
+
+
+class StoredMemory(Memory):
+    """What a store returns: the memory, and whether it was already there."""
+
+    deduplicated: bool = Field(
+        default=False,
+        description="nothing was stored: this memory was stored earlier by a call with the same "
+        "idempotency_key, or is an exact duplicate from the same client session",
+    )
 
 
 class Hit(Model):
@@ -281,7 +339,7 @@ class CypherResult(Model):
 class MigrationInfo(Model):
     version: int
     name: str
-    applied_at: datetime | None = None
+    applied_at: UtcDateTime | None = None
 
 
 class DbStatus(Model):
@@ -316,7 +374,7 @@ class BackupInfo(Model):
     schema_version: int
     memories: int
     bytes: int
-    created_at: str
+    created_at: UtcDateTime  # older manifests hold it without an offset: read as UTC
     seconds: float = 0.0
 
 

@@ -10,7 +10,9 @@ LongMemEval (48 questions, user turns as memories): recall_all@5 0.927 -> 0.976,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
+from graphmem.models import Memory
 from graphmem.storage.columns import SPEAKER
 
 MAX_PASSAGES = 16  # a longer memory's sentences are grouped into this many passages
@@ -42,3 +44,14 @@ def passage_ids(memory_id: str, count: int = MAX_PASSAGES) -> list[str]:
 
 def owner(passage_id: str) -> str:
     return passage_id.rpartition(SEPARATOR)[0]
+
+
+def passages_of(memories: Iterable[Memory]) -> tuple[list[str], list[str]]:
+    """(passage ids, passage texts) of the memories, in order."""
+    ids: list[str] = []
+    texts: list[str] = []
+    for memory in memories:
+        found = passages(memory.content)
+        ids += passage_ids(memory.id, len(found))
+        texts += found
+    return ids, texts

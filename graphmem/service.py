@@ -20,7 +20,7 @@ import numpy.typing as npt
 from pydantic import ValidationError
 
 from graphmem.embeddings.base import Embedder
-from graphmem.embeddings.factory import make_embedder
+from graphmem.embeddings.factory import make_embedder, warm
 from graphmem.errors import (
     EmbeddingError,
     GraphmemError,
@@ -30,6 +30,7 @@ from graphmem.errors import (
 )
 from graphmem.graph.background import Extraction
 from graphmem.graph.ops import GraphOps
+from graphmem.idempotency import repeated_stores, store_key
 from graphmem.imported import Supplied, memory_from_json, new_memory, vector_base64
 from graphmem.jobs import Jobs
 from graphmem.knowledge.ops import KnowledgeOps
@@ -47,12 +48,13 @@ from graphmem.models import (
     RecallResult,
     RecallWarning,
     ReembedReport,
+    StoredMemory,
     StoreStats,
     utcnow,
     validate_filter,
     validated,
 )
-from graphmem.passages import owner, passage_ids, passages
+from graphmem.passages import owner, passage_ids, passages, passages_of
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
 from graphmem.recall.query import embedding_text
@@ -73,14 +75,6 @@ IMPORT_BATCH = 2048  # memories to embed per import transaction
 
 def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
     return validated(MemoryInput, item)
-
-
-def _warm(embedder: Embedder) -> None:
-    """Load a model ahead of use. A failure is left for the first real use to raise."""
-    load = getattr(embedder, "load", None)
-    if load is not None:
-        with contextlib.suppress(Exception):
-            load()
 
 
 class GraphMemory(KnowledgeOps, GraphOps):
@@ -107,7 +101,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
             # the search structures it saved last.
             self._embedding = settings.embedding.for_store(saved_space_names(settings.home))
             self._embedder = make_embedder(self._embedding)
-            threading.Thread(target=_warm, args=(self._embedder,), daemon=True).start()
+            threading.Thread(target=warm, args=(self._embedder,), daemon=True).start()
         self.store = KuzuStore.open(settings.home, lock_timeout=settings.lock_timeout)
         try:
             self.store.migrate()
@@ -164,7 +158,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
         are passages at all with `with_passages=False`."""
         supplied = given or [Supplied()] * len(memories)
         missing = [i for i, s in enumerate(supplied) if s.vector is None]
-        ids, pieces = _passages_of(
+        ids, pieces = passages_of(
             m
             for m, s in zip(memories, supplied, strict=True)
             if with_passages and s.passages is None
@@ -184,7 +178,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
                 passage_rows.append(s.passages)
         return vectors, (ids, np.concatenate(passage_rows))
 
-    def remember(self, content: str, **fields: Any) -> Memory:
+    def remember(self, content: str, **fields: Any) -> StoredMemory:
         """Store one memory; returns it with its id. Raises InvalidInput before writing anything."""
         return self.remember_many([{"content": content, **fields}])[0]
 
@@ -194,20 +188,40 @@ class GraphMemory(KnowledgeOps, GraphOps):
         *,
         batch_size: int = 256,
         on_progress: Progress | None = None,
-    ) -> list[Memory]:
-        """Store many memories in batches: one embedding call and one transaction per batch."""
+    ) -> list[StoredMemory]:
+        """Store many memories in batches: one embedding call and one transaction per batch.
+
+        A store that repeats an earlier one (graphmem.idempotency: the same idempotency key, or
+        an exact duplicate from the same client session within the window) stores nothing and
+        returns the earlier memory, marked `deduplicated`."""
         inputs = [validate_input(item) for item in items]
-        stored: list[Memory] = []
-        for start in range(0, len(inputs), batch_size):
-            batch = inputs[start : start + batch_size]
-            memories = [new_memory(item) for item in batch]
+        keys = [
+            store_key(item, window_seconds=self.settings.duplicate_window_seconds, now=utcnow())
+            for item in inputs
+        ]
+        named = [k.key for k in keys if k is not None]
+        repeats = repeated_stores(keys, self.store.stored_by_keys(named, now=utcnow()))
+        fresh = [i for i in range(len(inputs)) if i not in repeats]
+        out: dict[int, StoredMemory] = {}
+        for start in range(0, len(fresh), batch_size):
+            batch = fresh[start : start + batch_size]
+            memories = [new_memory(StoredMemory, inputs[i]) for i in batch]
             vectors, found = self._embed_memories(memories)
-            self.store.insert_memories(memories, vectors, self.embedder.space, found)
-            stored.extend(memories)
+            with_keys = [
+                (key, m.id) for i, m in zip(batch, memories, strict=True) if (key := keys[i])
+            ]
+            self.store.insert_memories(
+                memories, vectors, self.embedder.space, found, keys=with_keys
+            )
+            out.update(zip(batch, memories, strict=True))
             self._extraction.schedule([m.id for m in memories])
             if on_progress:
-                on_progress(len(stored), len(inputs))
-        return stored
+                on_progress(len(out), len(inputs))
+        earlier = self.store.get_memories([r for r in repeats.values() if isinstance(r, str)])
+        for i, repeated in repeats.items():
+            first = out[repeated] if isinstance(repeated, int) else earlier[repeated]
+            out[i] = StoredMemory.model_validate({**first.model_dump(), "deduplicated": True})
+        return [out[i] for i in range(len(inputs))]
 
     @staticmethod
     def _embedding_text(memory: Memory) -> str:
@@ -482,7 +496,7 @@ class GraphMemory(KnowledgeOps, GraphOps):
                 break
             ids = todo[start : start + batch_size]
             memories = self.store.get_memories(ids)
-            found, pieces = _passages_of(memories[i] for i in ids if i in memories)
+            found, pieces = passages_of(memories[i] for i in ids if i in memories)
             if pieces:
                 vectors = self.embedder.embed(pieces)
                 with self.store.transaction():
@@ -569,17 +583,6 @@ class GraphMemory(KnowledgeOps, GraphOps):
             seconds=round(time.perf_counter() - started, 3),
             resumed=bool(todo) and bool(have & everything),
         )
-
-
-def _passages_of(memories: Iterable[Memory]) -> tuple[list[str], list[str]]:
-    """(passage ids, passage texts) of the memories, in order."""
-    ids: list[str] = []
-    texts: list[str] = []
-    for memory in memories:
-        found = passages(memory.content)
-        ids += passage_ids(memory.id, len(found))
-        texts += found
-    return ids, texts
 
 
 def open_store(

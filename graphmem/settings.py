@@ -38,6 +38,12 @@ class Settings(BaseModel):
         ge=0,
         description="seconds without requests before the owner exits; 0 = never",
     )
+    duplicate_window_seconds: float = Field(
+        default=600.0,
+        ge=0,
+        description="an exact duplicate stored by the same client session within this many "
+        "seconds is not stored again; 0 = never skip",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     extractor: Literal["spacy", "rules", "llm"] = Field(
         default="spacy", description="how entities and facts are extracted from memories"
@@ -78,6 +84,7 @@ ENV_KEYS: dict[str, str] = {
     "EXTRACTOR_API_KEY": "extractor_api_key",
     "EXTRACTOR_TIMEOUT": "extractor_timeout",
     "EXTRACT_ON_WRITE": "extract_on_write",
+    "DUPLICATE_WINDOW_SECONDS": "duplicate_window_seconds",
     "LOG_LEVEL": "log_level",
 }
 

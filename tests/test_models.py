@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
@@ -31,10 +32,27 @@ def test_metadata_that_is_not_a_json_object_is_rejected(metadata: object) -> Non
         MemoryInput(content="x", metadata=metadata)
 
 
-def test_times_with_a_zone_are_stored_as_naive_utc() -> None:
-    assert parse_time("2024-01-10T10:00:00+02:00") == datetime(2024, 1, 10, 8, 0)
-    assert parse_time("2024-01-10T10:00:00Z") == datetime(2024, 1, 10, 10, 0)
+def test_times_are_read_as_aware_utc_and_a_time_without_an_offset_is_utc() -> None:
+    assert parse_time("2024-01-10T10:00:00+02:00") == datetime(2024, 1, 10, 8, 0, tzinfo=UTC)
+    assert parse_time("2024-01-10T10:00:00Z") == datetime(2024, 1, 10, 10, 0, tzinfo=UTC)
+    assert parse_time("2024-01-10T10:00:00") == datetime(2024, 1, 10, 10, 0, tzinfo=UTC)
+    assert parse_time("2024-01-10") == datetime(2024, 1, 10, tzinfo=UTC)
     assert parse_time("") is None
+    assert parse_time("2024-01-10T10:00:00+02:00").tzinfo is UTC  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "given", ["2024-01-10T10:00:00", "2024-01-10T11:00:00+01:00", 1704880800, "2024-01-10T10:00Z"]
+)
+def test_every_datetime_of_a_memory_is_written_in_rfc3339_with_its_offset(given: object) -> None:
+    item = MemoryInput(content="x", created_at=given)
+    assert item.created_at == datetime(2024, 1, 10, 10, 0, tzinfo=UTC)
+    assert json.loads(item.model_dump_json())["created_at"] == "2024-01-10T10:00:00Z"
+
+
+def test_a_datetime_that_is_not_iso_8601_says_so() -> None:
+    with pytest.raises(ValidationError, match="not an ISO 8601 date or time"):
+        MemoryInput(content="x", created_at="last tuesday")
 
 
 def test_unknown_field_is_rejected_rather_than_silently_dropped() -> None:

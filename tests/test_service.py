@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +78,10 @@ def test_remember_many_keeps_created_at_given_as_iso_string(gm: GraphMemory) -> 
         ]
     )
     assert [gm.get(m.id).created_at for m in stored[:2]] == [
-        datetime(2022, 5, 25, 15, 30),
-        datetime(2023, 10, 13, 8, 0),
+        datetime(2022, 5, 25, 15, 30, tzinfo=UTC),  # no offset: read as UTC
+        datetime(2023, 10, 13, 8, 0, tzinfo=UTC),
     ]
-    assert gm.get(stored[0].id).valid_from == datetime(2022, 5, 25, 15, 30)
+    assert gm.get(stored[0].id).valid_from == datetime(2022, 5, 25, 15, 30, tzinfo=UTC)
     assert gm.get(stored[2].id).created_at.year >= 2024
 
 
@@ -478,14 +478,41 @@ def test_blank_lines_in_an_import_are_not_counted_as_skipped(gm: GraphMemory) ->
     assert (report.imported, report.skipped) == (1, 0)
 
 
+def test_an_export_line_of_an_older_version_without_offsets_imports_as_utc(
+    gm: GraphMemory,
+) -> None:
+    line = {
+        "id": "01HKS659000000000000000001",
+        "content": "written before times had offsets",
+        "created_at": "2024-01-10T10:00:00",
+        "updated_at": "2024-01-11T09:30:00.250000",
+        "valid_to": "2024-02-01T00:00:00",
+    }
+    assert gm.import_jsonl([json.dumps(line)]).imported == 1
+
+    memory = gm.get(line["id"])
+    assert memory.created_at == datetime(2024, 1, 10, 10, 0, tzinfo=UTC)
+    assert memory.updated_at == datetime(2024, 1, 11, 9, 30, 0, 250000, tzinfo=UTC)
+    assert memory.valid_to == datetime(2024, 2, 1, tzinfo=UTC)
+    assert json.loads(memory.model_dump_json())["updated_at"] == "2024-01-11T09:30:00.250000Z"
+
+
+def test_as_of_with_an_offset_means_the_same_instant_in_utc(gm: GraphMemory) -> None:
+    gm.remember("the deploy froze", created_at="2024-01-10T10:00:00+02:00")  # 08:00 UTC
+
+    assert len(gm.recall_as_of("deploy froze", as_of="2024-01-10T09:00:00+01:00")) == 1
+    assert len(gm.recall_as_of("deploy froze", as_of="2024-01-10T08:59:00+01:00")) == 0
+    assert len(gm.recall_as_of("deploy froze", as_of="2024-01-10T08:00:00")) == 1
+
+
 def test_import_with_id_converts_created_at_with_offset_to_utc(gm: GraphMemory) -> None:
     line = {"content": "zoned", "created_at": "2024-01-10T10:00:00+02:00"}
     gm.import_jsonl([json.dumps({"id": "01HKS659000000000000000001", **line}), json.dumps(line)])
     with_id, without_id = sorted(
         gm.list().memories, key=lambda m: m.id != "01HKS659000000000000000001"
     )
-    assert without_id.created_at == datetime(2024, 1, 10, 8, 0)
-    assert with_id.created_at == datetime(2024, 1, 10, 8, 0)
+    assert without_id.created_at == datetime(2024, 1, 10, 8, 0, tzinfo=UTC)
+    assert with_id.created_at == datetime(2024, 1, 10, 8, 0, tzinfo=UTC)
 
 
 def test_import_with_id_cleans_tags_like_remember(gm: GraphMemory) -> None:

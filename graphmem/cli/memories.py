@@ -99,7 +99,18 @@ def store(
     importance: Annotated[float, typer.Option("--importance", help="0..1")] = 0.5,
     metadata: Annotated[str | None, typer.Option("--metadata", help="A JSON object.")] = None,
     created_at: Annotated[
-        str | None, typer.Option("--created-at", help="ISO date-time the memory is about.")
+        str | None,
+        typer.Option(
+            "--created-at", help="ISO date-time the memory is about (UTC unless it has an offset)."
+        ),
+    ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(
+            "--idempotency-key",
+            help="Your id for this store: running it again with the same key stores nothing "
+            "and prints the memory the first run stored.",
+        ),
     ] = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
@@ -122,8 +133,12 @@ def store(
             importance=importance,
             metadata=_metadata(metadata),
             created_at=created_at,
+            idempotency_key=idempotency_key,
         )
-        emit_json(m) if as_json else out.print(f"stored {m.id}")
+        if as_json:
+            emit_json(m)
+        else:
+            out.print(f"already stored {m.id}" if m.deduplicated else f"stored {m.id}")
 
 
 @app.command()

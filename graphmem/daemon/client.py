@@ -35,6 +35,7 @@ from graphmem.models import (
     MemoryPage,
     RecallResult,
     ReembedReport,
+    StoredMemory,
     StoreStats,
 )
 from graphmem.process import pid_alive
@@ -179,7 +180,7 @@ class RemoteMemory:
             raise StoreError(f"cannot reach the owner process: {exc}", pid=self.owner.pid) from exc
         self._sock, self._file = sock, sock.makefile("rwb")
 
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
         request = {"id": next(self._ids), "method": method, "args": encode(list(args)),
                    "kwargs": encode(kwargs)}  # fmt: skip
         data = dumps(request)
@@ -229,8 +230,8 @@ class RemoteMemory:
         result: dict[str, Any] = self._call("ping")
         return result
 
-    def remember(self, content: str, **fields: Any) -> Memory:
-        result: Memory = self._call("remember", content, **fields)
+    def remember(self, content: str, **fields: Any) -> StoredMemory:
+        result: StoredMemory = self._call("remember", content, **fields)
         return result
 
     def remember_many(
@@ -239,9 +240,9 @@ class RemoteMemory:
         *,
         batch_size: int = 256,
         on_progress: Progress | None = None,
-    ) -> list[Memory]:
+    ) -> list[StoredMemory]:
         batch = [i if isinstance(i, MemoryInput) else dict(i) for i in items]
-        stored: list[Memory] = []
+        stored: list[StoredMemory] = []
         for start in range(0, len(batch), batch_size):
             stored += self._call("remember_many", batch[start : start + batch_size])
             if on_progress:

@@ -6,6 +6,7 @@ and choosing `local` never imports httpx.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from graphmem.embeddings.base import Embedder
@@ -59,3 +60,11 @@ def make_embedder(
 
     classes = {"ollama": OllamaEmbedder, "openai": OpenAIEmbedder, "jina": JinaEmbedder}
     return classes[provider].from_config(config, transport=transport)
+
+
+def warm(embedder: Embedder) -> None:
+    """Load a model ahead of use. A failure is left for the first real use to raise."""
+    load = getattr(embedder, "load", None)
+    if load is not None:
+        with contextlib.suppress(Exception):
+            load()

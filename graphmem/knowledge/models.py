@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from graphmem.models import MAX_CONTENT_CHARS, Memory, MemoryPage, Model
+from graphmem.models import MAX_CONTENT_CHARS, Memory, MemoryPage, Model, UtcDateTime
 
 DecisionStatus = Literal["proposed", "accepted", "rejected", "deprecated"]
 Severity = Literal["sev1", "sev2", "sev3", "sev4"]
@@ -31,7 +30,12 @@ class _Record(Model):
     context: str | None = None
     service: str | None = None
     importance: float = Field(default=0.6, ge=0.0, le=1.0)
-    created_at: datetime | None = Field(default=None, description="when it happened or was decided")
+    created_at: UtcDateTime | None = Field(
+        default=None, description="when it happened or was decided"
+    )
+    # how a retried store is found again (graphmem.idempotency); not part of the record
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+    client_session: str | None = Field(default=None, max_length=200)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -61,7 +65,7 @@ class IncidentRecord(_Record):
     root_cause: str | None = None
     resolution: str | None = None
     severity: Severity | None = None
-    occurred_at: datetime | None = None
+    occurred_at: UtcDateTime | None = None
 
 
 class RunbookRecord(_Record):
@@ -93,7 +97,7 @@ class PostmortemRecord(_Record):
 class TimelineEntry(Model):
     memory: Memory
     superseded_by: str | None = None
-    superseded_at: datetime | None = None
+    superseded_at: UtcDateTime | None = None
     reason: str | None = None
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from graphmem.errors import Conflict, InvalidInput, check_limit, validation_message
+from graphmem.idempotency import CALL_FIELDS
 from graphmem.knowledge.models import (
     BANK_VIEWS,
     BankView,
@@ -32,7 +33,15 @@ from graphmem.knowledge.models import (
     Timeline,
     TimelineEntry,
 )
-from graphmem.models import Memory, MemoryFilter, MemoryPage, RecallResult, parse_time, utcnow
+from graphmem.models import (
+    Memory,
+    MemoryFilter,
+    MemoryPage,
+    RecallResult,
+    StoredMemory,
+    parse_time,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from graphmem.api import Filters
@@ -40,7 +49,8 @@ if TYPE_CHECKING:
     from graphmem.storage.store import KuzuStore
 
 R = TypeVar("R", bound=BaseModel)
-_COMMON = {"title", "tags", "context", "service", "importance", "created_at"}
+# what a record shares with a plain memory, and what a store call brings besides
+_COMMON = {"title", "tags", "context", "service", "importance", "created_at", *CALL_FIELDS}
 _VERIFY_STATUSES = ("verified", "failed", "needs_update")
 
 
@@ -73,7 +83,7 @@ class KnowledgeOps:
         store: KuzuStore
         settings: Settings
 
-        def remember(self, content: str, **fields: Any) -> Memory: ...
+        def remember(self, content: str, **fields: Any) -> StoredMemory: ...
         def get(self, memory_id: str) -> Memory: ...
         def update(self, memory_id: str, **changes: Any) -> Memory: ...
         def recall(
@@ -132,7 +142,7 @@ class KnowledgeOps:
 
     def _store_record(
         self, record: BaseModel, *, kind: str, type_: str, content: str, title: str, **extra: Any
-    ) -> Memory:
+    ) -> StoredMemory:
         common = record.model_dump(include=_COMMON)
         details = record.model_dump(exclude=_COMMON, mode="json")
         common = {**common, "title": common["title"] or title, **extra}
@@ -144,7 +154,7 @@ class KnowledgeOps:
             metadata={"record": details},
         )
 
-    def store_decision(self, **fields: Any) -> Memory:
+    def store_decision(self, **fields: Any) -> StoredMemory:
         """A decision with its rationale; `avoids` links the dead ends it steers clear of."""
         rec = _parse(DecisionRecord, fields)
         self.store.check_dead_ends(rec.avoids)  # before anything is written
@@ -153,11 +163,11 @@ class KnowledgeOps:
             content=_lines(("Decision", rec.decision), ("Why", rec.rationale),
                            ("Consequences", rec.consequences), ("Status", rec.status)),
         )  # fmt: skip
-        if rec.avoids:
+        if rec.avoids and not memory.deduplicated:  # a repeat's links were made the first time
             self.store.link_avoids(memory.id, rec.avoids, at=utcnow())
         return memory
 
-    def store_dead_end(self, **fields: Any) -> Memory:
+    def store_dead_end(self, **fields: Any) -> StoredMemory:
         """An approach that failed and why, so nobody tries it again; recall warns about it."""
         rec = _parse(DeadEndRecord, fields)
         return self._store_record(
@@ -166,7 +176,7 @@ class KnowledgeOps:
                            ("Instead", rec.alternative)),
         )  # fmt: skip
 
-    def store_incident(self, **fields: Any) -> Memory:
+    def store_incident(self, **fields: Any) -> StoredMemory:
         rec = _parse(IncidentRecord, fields)
         return self._store_record(
             rec, kind="incident", type_="episodic", title=f"Incident: {rec.summary[:70]}",
@@ -176,7 +186,7 @@ class KnowledgeOps:
             **({"created_at": rec.occurred_at} if rec.occurred_at else {}),
         )  # fmt: skip
 
-    def store_runbook(self, **fields: Any) -> Memory:
+    def store_runbook(self, **fields: Any) -> StoredMemory:
         """Steps for a situation; cited files are checked for drift later."""
         rec = _parse(RunbookRecord, fields)
         steps = "\n".join(f"{i}. {step}" for i, step in enumerate(rec.steps, start=1))
@@ -188,11 +198,11 @@ class KnowledgeOps:
             content=_lines(("When", rec.trigger), ("Steps", "\n" + steps),
                            ("Verify", rec.verification), ("Rollback", rec.rollback)),
         )  # fmt: skip
-        for path in paths:
+        for path in paths if not memory.deduplicated else ():
             self.cite_source(memory.id, path)
         return memory
 
-    def store_postmortem(self, **fields: Any) -> Memory:
+    def store_postmortem(self, **fields: Any) -> StoredMemory:
         rec = _parse(PostmortemRecord, fields)
         if rec.incident_id:
             self.get(rec.incident_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Annotated
 
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
@@ -26,6 +27,7 @@ from graphmem.knowledge.models import (
 from graphmem.mcp.server import (
     ContextArg,
     Id,
+    IdempotencyKey,
     KindArg,
     ServiceArg,
     Tags,
@@ -34,8 +36,9 @@ from graphmem.mcp.server import (
     _given,
     _hints,
     _tool,
+    store_call,
 )
-from graphmem.models import Memory, MemoryPage, RecallResult
+from graphmem.models import Memory, MemoryPage, RecallResult, StoredMemory
 
 if TYPE_CHECKING:
     from graphmem.api import MemoryAPI as GraphMemory
@@ -202,12 +205,15 @@ def knowledge_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         context: ContextArg = None,
         service: ServiceArg = None,
         importance: Importance = None,
-    ) -> Memory:
+        idempotency_key: IdempotencyKey = None,
+        ctx: Context | None = None,
+    ) -> StoredMemory:
         return gm.store_decision(
             decision=decision,
             rationale=rationale,
             **_given(consequences=consequences, status=status, avoids=avoids, title=title,
                      tags=tags, context=context, service=service, importance=importance),
+            **store_call(ctx, idempotency_key),
         )  # fmt: skip
 
     def store_dead_end(
@@ -219,12 +225,15 @@ def knowledge_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         context: ContextArg = None,
         service: ServiceArg = None,
         importance: Importance = None,
-    ) -> Memory:
+        idempotency_key: IdempotencyKey = None,
+        ctx: Context | None = None,
+    ) -> StoredMemory:
         return gm.store_dead_end(
             attempted_approach=attempted_approach,
             why_failed=why_failed,
             **_given(alternative=alternative, title=title, tags=tags, context=context,
                      service=service, importance=importance),
+            **store_call(ctx, idempotency_key),
         )  # fmt: skip
 
     def store_incident(
@@ -241,12 +250,15 @@ def knowledge_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         context: ContextArg = None,
         service: ServiceArg = None,
         importance: Importance = None,
-    ) -> Memory:
+        idempotency_key: IdempotencyKey = None,
+        ctx: Context | None = None,
+    ) -> StoredMemory:
         return gm.store_incident(
             summary=summary,
             **_given(impact=impact, root_cause=root_cause, resolution=resolution,
                      severity=severity, occurred_at=occurred_at, title=title, tags=tags,
                      context=context, service=service, importance=importance),
+            **store_call(ctx, idempotency_key),
         )  # fmt: skip
 
     def store_runbook(
@@ -263,12 +275,15 @@ def knowledge_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         context: ContextArg = None,
         service: ServiceArg = None,
         importance: Importance = None,
-    ) -> Memory:
+        idempotency_key: IdempotencyKey = None,
+        ctx: Context | None = None,
+    ) -> StoredMemory:
         return gm.store_runbook(
             trigger=trigger,
             steps=steps,
             **_given(verification=verification, rollback=rollback, cites=cites, title=title,
                      tags=tags, context=context, service=service, importance=importance),
+            **store_call(ctx, idempotency_key),
         )  # fmt: skip
 
     def store_postmortem(
@@ -281,12 +296,15 @@ def knowledge_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         context: ContextArg = None,
         service: ServiceArg = None,
         importance: Importance = None,
-    ) -> Memory:
+        idempotency_key: IdempotencyKey = None,
+        ctx: Context | None = None,
+    ) -> StoredMemory:
         return gm.store_postmortem(
             summary=summary,
             root_cause=root_cause,
             **_given(action_items=action_items, incident_id=incident_id, title=title, tags=tags,
                      context=context, service=service, importance=importance),
+            **store_call(ctx, idempotency_key),
         )  # fmt: skip
 
     def search_runbooks(query: Query, limit: Limit = 5) -> RecallResult:

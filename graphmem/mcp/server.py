@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import functools
 import threading
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
@@ -38,6 +39,7 @@ from graphmem.models import (
     MemoryPage,
     MemoryType,
     RecallResult,
+    StoredMemory,
     StoreStats,
 )
 
@@ -127,6 +129,19 @@ def _given(**values: Any) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
+# An MCP session is a client session for the core (graphmem.idempotency): an exact duplicate it
+# stores within the duplicate window is returned, not stored again. Over HTTP a session is named by
+# its Mcp-Session-Id header; a stdio server serves one client, so the process names it.
+_PROCESS_SESSION = uuid.uuid4().hex
+
+
+def store_call(ctx: Context | None, idempotency_key: str | None) -> dict[str, str]:
+    """The fields that let the core find a retried store."""
+    headers = (ctx.headers if ctx is not None else None) or {}
+    session = headers.get("mcp-session-id") or _PROCESS_SESSION
+    return {**_given(idempotency_key=idempotency_key), "client_session": session}
+
+
 # -- argument types (their descriptions become the tools' input schemas) ---------------------------
 
 Id = Annotated[str, Field(description="Memory id, as returned by store_memory, recall or list.")]
@@ -175,6 +190,16 @@ Importance = Annotated[
 Metadata = Annotated[
     dict[str, Any] | None,
     Field(description="Any extra JSON object to keep with the memory (links, commit, ticket...)."),
+]
+IdempotencyKey = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="Your own unique id for this store (a UUID, say). If the call fails or times "
+        "out on your side and you retry it with the same key, the memory is stored once and "
+        "the retry returns it with deduplicated=true.",
+    ),
 ]
 
 
@@ -299,7 +324,9 @@ def build_server(gm: GraphMemory) -> MCPServer:
         service: ServiceArg = None,
         importance: Importance = None,
         metadata: Metadata = None,
-    ) -> Memory:
+        idempotency_key: IdempotencyKey = None,
+        ctx: Context | None = None,
+    ) -> StoredMemory:
         fields = _given(
             title=title,
             type=type,
@@ -310,7 +337,7 @@ def build_server(gm: GraphMemory) -> MCPServer:
             importance=importance,
             metadata=metadata,
         )
-        return gm.remember(content, **fields)
+        return gm.remember(content, **fields, **store_call(ctx, idempotency_key))
 
     def recall_memory(
         query: Annotated[

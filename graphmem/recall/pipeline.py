@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from graphmem.embeddings.base import EmbeddingSpace
-from graphmem.models import Hit, MemoryFilter, utcnow
+from graphmem.models import Hit, MemoryFilter, stored_time, utcnow
 from graphmem.recall.config import RecallConfig
 from graphmem.recall.query import ParsedQuery, parse_query
 from graphmem.storage.columns import ScoringRow
@@ -303,7 +303,7 @@ def _score(
     judge_lifecycle: bool = True,
 ) -> list[tuple[Candidate, float]]:
     terms = content_terms(parsed.text)
-    now = utcnow()
+    now = stored_time(utcnow())  # rows hold naive UTC
     cos = _scaled(
         {
             k: _similarity(c, rows[k], config)

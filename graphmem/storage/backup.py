@@ -51,7 +51,7 @@ def take_backup(store: KuzuStore, dest: Path) -> BackupInfo:
         schema_version=schema_version,
         memories=memories,
         bytes=(dest / DB_FILE).stat().st_size,
-        created_at=utcnow().isoformat(),
+        created_at=utcnow(),
         seconds=round(time.perf_counter() - started, 3),
     )
     (dest / MANIFEST).write_text(info.model_dump_json(indent=2), encoding="utf-8")

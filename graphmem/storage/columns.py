@@ -23,7 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphmem.models import Memory, MemoryFilter
+from graphmem.models import Memory, MemoryFilter, stored_time
 from graphmem.storage.row_ids import RowIds
 from graphmem.text import ends_asking
 
@@ -95,7 +95,7 @@ class ScoringRow:
             if wanted is not None and getattr(self, name) != wanted:
                 return False
         if filters.as_of is not None:
-            at = filters.as_of
+            at = stored_time(filters.as_of)
             if self.created_at > at:
                 return False
             if self.valid_from is not None and self.valid_from > at:

@@ -34,6 +34,7 @@ import pyarrow as pa
 from graphmem.errors import InvalidInput, SchemaError, StorageError, StoreLocked
 from graphmem.models import CypherResult, DbStatus, MigrationInfo, utcnow
 from graphmem.schema import Migration, migrations
+from graphmem.storage.values import jsonable, stored_params, type_key
 
 DB_FILE = "graph.kuzu"
 WAL_SUFFIX = ".wal"
@@ -210,9 +211,10 @@ class KuzuConnection:
         milliseconds preparing a query, more than most of our reads take to run."""
         if not params:
             return conn.execute(query)
+        params = stored_params(params)
         # Kùzu types the parameters when it prepares, so a statement is reused only for values
         # of the same types (a None, an empty list and a list of strings are all different).
-        key = (id(conn), query, tuple((k, _type_of(v)) for k, v in sorted(params.items())))
+        key = (id(conn), query, tuple((k, type_key(v)) for k, v in sorted(params.items())))
         prepared = self._prepared.get(key)
         if prepared is None:
             with warnings.catch_warnings():
@@ -299,7 +301,7 @@ class KuzuConnection:
     def query_result(self, query: str, params: dict[str, Any] | None = None) -> kuzu.QueryResult:
         with self._lock:
             try:
-                result = self._conn.execute(query, params or {})
+                result = self._conn.execute(query, stored_params(params or {}))
             except RuntimeError as exc:
                 raise StorageError(str(exc), query=query[:200]) from exc
             return result[-1] if isinstance(result, list) else result
@@ -452,7 +454,7 @@ class KuzuConnection:
         with self._lock:
             try:
                 if write:
-                    result = self._conn.execute(query, params)
+                    result = self._conn.execute(query, stored_params(params))
                     self._checkpoint_if_due()
                     self.write_generation += 1
                     self._stamp_content()
@@ -460,7 +462,7 @@ class KuzuConnection:
                     self._on_rollback()  # a caller's write may touch anything we cache
                 else:
                     with self.transaction(read_only=True):
-                        result = self._conn.execute(query, params)
+                        result = self._conn.execute(query, stored_params(params))
             except RuntimeError as exc:
                 if "read-only transaction" in str(exc):
                     raise InvalidInput(
@@ -471,7 +473,7 @@ class KuzuConnection:
             if isinstance(result, list):
                 result = result[-1]
             columns = result.get_column_names()
-            rows = [[_jsonable(v) for v in row] for row in result.get_all()]
+            rows = [[jsonable(v) for v in row] for row in result.get_all()]
         return CypherResult(columns=columns, rows=rows)
 
     # -- metadata and migrations --------------------------------------------------------------
@@ -578,22 +580,3 @@ class KuzuConnection:
         for name, (create, statement) in last.items():
             if create != (name in existing):
                 self.execute(statement)
-
-
-def _type_of(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return ("list", _type_of(value[0]) if value else None)
-    if isinstance(value, dict):
-        return ("map", tuple((k, _type_of(v)) for k, v in sorted(value.items())))
-    return type(value).__name__
-
-
-def _jsonable(value: Any) -> Any:
-    """Cypher results hold dates, nodes and rels; make them JSON friendly for transports."""
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items() if not k.startswith("_")}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    return value

@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput, NotFound
-from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats
+from graphmem.idempotency import StoreKey
+from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
 from graphmem.storage.columns import (
     COLUMNS,
     FIELDS,
@@ -62,6 +63,9 @@ def row_to_memory(row: Sequence[Any]) -> Memory:
 
 def memory_to_row(memory: Memory) -> dict[str, Any]:
     row = memory.model_dump(include=set(_FIELDS))
+    for field in _TIMES:  # the in-process columns compare them with what Kùzu returns
+        if row[field] is not None:
+            row[field] = stored_time(row[field])
     row["metadata"] = json.dumps(memory.metadata, ensure_ascii=False, sort_keys=True)
     row["search_text"] = index_text(
         memory.content,
@@ -131,9 +135,10 @@ class MemoryRepository(VectorTables):
         vectors: npt.NDArray[np.float32],
         space: EmbeddingSpace,
         passages: PassageVectors | None = None,
+        keys: Sequence[tuple[StoreKey, str]] = (),
     ) -> int:
-        """Insert rows, their vectors and their passages' atomically; returns how many were
-        inserted."""
+        """Insert rows, their vectors and their passages' atomically, with the store keys
+        (graphmem.idempotency) that find them again; returns how many were inserted."""
         if not memories:
             return 0
         rows = [memory_to_row(m) for m in memories]
@@ -157,8 +162,44 @@ class MemoryRepository(VectorTables):
             self.put_vectors(space, ids, vectors)
             if passages is not None:
                 self.put_passages(space, *passages)
+            if keys:
+                self._put_store_keys(keys, at=memories[0].updated_at)
             self._rows_written(rows, table.column("search_text"))
         return len(memories)
+
+    def _put_store_keys(self, keys: Sequence[tuple[StoreKey, str]], *, at: datetime) -> None:
+        """A key of an earlier store whose memory is gone, or whose window passed, is taken
+        over; keys past their window are dropped while we are at it."""
+        self.execute(
+            "MATCH (s:StoreKey) WHERE s.expires_at IS NOT NULL AND s.expires_at <= $at DELETE s",
+            {"at": at},
+        )
+        rows = [
+            {"k": k.key, "m": memory_id, "d": k.digest, "e": k.expires_at} for k, memory_id in keys
+        ]
+        self.execute(
+            "UNWIND $rows AS r MERGE (s:StoreKey {key: r.k}) "
+            "SET s.memory_id = r.m, s.digest = r.d, s.at = $at, "
+            "s.expires_at = CAST(r.e AS TIMESTAMP)",
+            {"rows": rows, "at": at},
+        )
+
+    def stored_by_keys(self, keys: Sequence[str], *, now: datetime) -> dict[str, tuple[str, str]]:
+        """key -> (memory id, digest) of the keys among `keys` still in force whose memory is
+        still there."""
+        found: dict[str, tuple[str, str]] = {}
+        for key in dict.fromkeys(keys):
+            found.update(
+                (k, (m, d))
+                for k, m, d in self.read(
+                    "MATCH (s:StoreKey {key: $k}) "
+                    "WHERE s.expires_at IS NULL OR s.expires_at > $now "
+                    "RETURN s.key, s.memory_id, s.digest",
+                    {"k": key, "now": now},
+                )
+            )
+        alive = {row[0] for row in self._by_id([m for m, _ in found.values()], "m.id")}
+        return {k: v for k, v in found.items() if v[0] in alive}
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         rows = self.read(
@@ -349,7 +390,7 @@ class MemoryRepository(VectorTables):
                 windows = self._memory_columns().windows(list(ids))
             self._memo["validity"] = (key, windows)
         created, starts, ends = self._memo["validity"][1]
-        moment = np.datetime64(when, "us")
+        moment = np.datetime64(stored_time(when), "us")
         mask: npt.NDArray[np.bool_] = (
             (created <= moment)
             & (np.isnat(starts) | (starts <= moment))

@@ -171,6 +171,8 @@ def test_export_then_import_via_cli_round_trips(
     exported = run(cli_env, "export", str(dump), "--json")
     assert exported.returncode == 0, exported.stderr
     assert json.loads(exported.stdout)["exported"] == 2
+    first_line = json.loads(dump.read_text(encoding="utf-8").splitlines()[0])
+    assert first_line["created_at"] == "2022-05-25T15:30:00Z"  # given without an offset: UTC
 
     other = dict(cli_env, GRAPHMEM_HOME=str(tmp_path / "imported"))
     imported = run(other, "import", str(dump), "--json")
@@ -207,6 +209,21 @@ def test_stats_json_has_an_integer_total(invoke: Any, seed: Any) -> None:
     assert isinstance(stats["total"], int)
     assert stats["by_type"] == {"episodic": 1, "semantic": 1}
     assert stats["missing_vectors"] == 0
+
+
+def test_store_again_with_the_same_idempotency_key_stores_nothing(invoke: Any) -> None:
+    args = ("store", "-c", "Deploys go through ArgoCD", "--idempotency-key", "deploy-1")
+    first = invoke(*args, "--json")
+    again = invoke(*args)
+
+    assert first.exit_code == 0, first.output
+    memory = json.loads(first.stdout)
+    assert memory["deduplicated"] is False
+    assert memory["created_at"].endswith("Z")
+    assert again.exit_code == 0 and again.stdout.strip() == f"already stored {memory['id']}"
+    assert json.loads(invoke("stats", "--json").stdout)["total"] == 1
+    other = invoke("store", "-c", "something else", "--idempotency-key", "deploy-1")
+    assert other.exit_code == 2 and "idempotency key" in other.stderr
 
 
 def test_store_with_importance_out_of_range_exits_2(invoke: Any, home: Path) -> None:

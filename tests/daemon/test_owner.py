@@ -66,6 +66,23 @@ def test_a_client_stores_and_recalls_through_the_owner(owner: Owner) -> None:
         assert remote.get(memory.id).tags == ["deploy"]
 
 
+def test_keyword_arguments_named_like_the_protocol_reach_the_owner(owner: Owner) -> None:
+    """verify_entry's `method` once collided with the request's own method name."""
+    with client(owner) as remote:
+        memory = remote.remember("Backups run at 02:00 UTC")
+        checked = remote.verify_entry(memory.id, method="read the cron table", status="verified")
+        assert checked.verify_status == "verified"
+        assert checked.verified_at is not None and checked.verified_at.tzinfo is not None
+
+
+def test_a_retry_through_the_owner_finds_the_first_store(owner: Owner) -> None:
+    with client(owner) as remote:
+        first = remote.remember("Deploys go through ArgoCD", idempotency_key="deploy-note")
+    with client(owner) as another:  # another process retrying, say
+        retry = another.remember("Deploys go through ArgoCD", idempotency_key="deploy-note")
+    assert retry.deduplicated and retry.id == first.id
+
+
 def test_errors_keep_their_type_across_the_socket(owner: Owner) -> None:
     with client(owner) as remote:
         with pytest.raises(NotFound):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from tool_calls import call, fail
+from tool_calls import as_memory, call, fail
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.mcp.server import build_server
@@ -530,7 +530,7 @@ async def test_verify_entry_with_an_unknown_status_is_a_tool_error_and_changes_n
 
     assert "status" in text
     assert "verified" in text  # the error lists the allowed values
-    assert await call(client, "get_memory", id=fact["id"]) == fact
+    assert await call(client, "get_memory", id=fact["id"]) == as_memory(fact)
 
 
 # -- unknown ids ------------------------------------------------------------------------------------
@@ -569,7 +569,7 @@ async def test_superseding_with_an_unknown_successor_changes_nothing(client: Cli
                       superseded_by="01NOSUCHMEMORY0000000000000")  # fmt: skip
 
     assert "01NOSUCHMEMORY0000000000000" in text
-    assert await call(client, "get_memory", id=old["id"]) == old
+    assert await call(client, "get_memory", id=old["id"]) == as_memory(old)
 
 
 async def test_merge_with_an_unknown_duplicate_changes_nothing(client: Client) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from tool_calls import call, fail
+from tool_calls import as_memory, call, fail
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.mcp.http import MCP_PATH, make_http_server
@@ -176,7 +176,7 @@ async def test_get_memory_returns_the_stored_memory(client: Client) -> None:
 
     fetched = await call(client, "get_memory", id=stored["id"])
 
-    assert fetched == stored
+    assert fetched == as_memory(stored)
 
 
 async def test_get_of_an_unknown_id_is_a_tool_error_mentioning_the_id(client: Client) -> None:
@@ -215,7 +215,7 @@ async def test_update_with_bad_values_is_a_tool_error_and_changes_nothing(client
     assert "nothing to update" in await fail(client, "update_memory", id=stored["id"])
     assert "unknown-id" in await fail(client, "update_memory", id="unknown-id", title="x")
 
-    assert await call(client, "get_memory", id=stored["id"]) == stored
+    assert await call(client, "get_memory", id=stored["id"]) == as_memory(stored)
 
 
 async def test_delete_removes_the_memory(client: Client, gm: GraphMemory) -> None:

@@ -157,7 +157,7 @@ def test_cypher_results_are_json_friendly(gm: GraphMemory) -> None:
     assert result.columns[:2] == ["m.id", "m.created_at"]
     row = result.rows[0]
     assert row[0] == memory.id
-    assert row[1] == "2022-05-25T15:00:00"
+    assert row[1] == "2022-05-25T15:00:00+00:00"  # stored as UTC, written with its offset
     json.dumps(result.rows)  # nodes included
     assert row[2]["content"] == "dated"
 

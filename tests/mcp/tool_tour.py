@@ -1,0 +1,267 @@
+"""A tour of every MCP tool, for any client: each tool called with valid arguments (with and without
+its optional fields, so results hold nulls and values in the same places) and a few with invalid
+ones, which must be clean tool errors after which the server goes on serving.
+
+The tour is written once and driven through every client the tests run: the Python SDK's in-process
+`Client` (with the output schemas checked by `jsonschema`, formats included) and the official
+TypeScript SDK client (which checks them with Ajv and ajv-formats) over stdio and streamable HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ALL_TOOLS = frozenset(
+    {
+        "store_memory", "recall_memory", "get_memory", "update_memory", "delete_memory",
+        "list_memories", "memory_stats", "cypher_query", "mark_outdated", "merge_duplicates",
+        "store_decision", "store_dead_end", "store_incident", "store_runbook", "store_postmortem",
+        "search_runbooks", "recall_similar_incidents", "promote_to_canonical",
+        "list_canonical_knowledge", "recall_canonical_knowledge", "summarize_project_context",
+        "project_bank_view", "recall_as_of", "knowledge_timeline", "cite_source", "verify_entry",
+        "verification_candidates", "drift_scan", "recall_multihop", "list_entities",
+        "merge_entities", "index_triples",
+    }
+)  # fmt: skip
+BANK_VIEWS = (
+    "decisions", "runbooks", "incidents", "caveats", "migrations", "dead_ends",
+    "canonical_overview", "review_queue",
+)  # fmt: skip
+CITED_FILE = "docs/deploy.md"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a client made of one call: `accepted` is False when the client itself threw (a result
+    that breaks the tool's output schema, a protocol error); `is_error` is a tool error."""
+
+    accepted: bool
+    is_error: bool = False
+    structured: dict[str, Any] | None = None
+    text: str = ""
+
+
+Caller = Callable[[str, dict[str, Any]], Awaitable[Outcome]]
+
+
+@dataclass
+class Tour:
+    """Every call made and what came back, for the checks that follow a tour."""
+
+    results: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def tools_called(self) -> set[str]:
+        return {tool for tool, _ in self.results} | {tool for tool, _ in self.errors}
+
+
+def prepare_project(root: Path) -> None:
+    """The file the tour cites; the project is the folder that holds the data dir."""
+    (root / CITED_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (root / CITED_FILE).write_text("# Deploy\n\nArgoCD syncs the billing-api chart.\n")
+
+
+async def run_tour(call: Caller) -> Tour:
+    tour = Tour()
+
+    async def ok(tool: str, **arguments: Any) -> dict[str, Any]:
+        outcome = await call(tool, arguments)
+        assert outcome.accepted, f"the client rejected {tool}'s result: {outcome.text}"
+        assert not outcome.is_error, f"{tool}({arguments}) failed: {outcome.text}"
+        assert isinstance(outcome.structured, dict), f"{tool} sent no structured content"
+        tour.results.append((tool, outcome.structured))
+        return outcome.structured
+
+    async def refused(tool: str, **arguments: Any) -> None:
+        outcome = await call(tool, arguments)
+        assert outcome.accepted, f"the client threw on {tool}'s error: {outcome.text}"
+        assert outcome.is_error, f"{tool}({arguments}) should be a tool error"
+        assert outcome.text.strip(), f"{tool}'s error says nothing"
+        tour.errors.append((tool, outcome.text))
+
+    # -- plain memories: minimal and full, a retry, bad input -----------------------------------
+    bare = await ok("store_memory", content="Staging Postgres runs on port 5433.")
+    full = await ok(
+        "store_memory",
+        content="billing-api retries Stripe webhooks 5 times with exponential backoff (PAY-12).",
+        title="Stripe webhook retries",
+        type="semantic",
+        kind="note",
+        tags=["billing", "stripe"],
+        context="payments",
+        service="billing-api",
+        importance=0.8,
+        metadata={"ticket": "PAY-12", "links": ["https://example.invalid/pay-12"]},
+        idempotency_key="tour-stripe-retries",
+    )
+    retry = await ok(
+        "store_memory",
+        content="billing-api retries Stripe webhooks 5 times with exponential backoff (PAY-12).",
+        title="Stripe webhook retries",
+        type="semantic",
+        kind="note",
+        tags=["billing", "stripe"],
+        context="payments",
+        service="billing-api",
+        importance=0.8,
+        metadata={"ticket": "PAY-12", "links": ["https://example.invalid/pay-12"]},
+        idempotency_key="tour-stripe-retries",
+    )
+    assert retry["id"] == full["id"] and retry["deduplicated"] is True
+    await refused("store_memory", content="")
+    await refused("store_memory", content="misspelt argument", tag=["x"])
+    await refused("store_memory", content="too important", importance=2)
+    await refused("store_memory", content="something else", idempotency_key="tour-stripe-retries")
+
+    await ok("get_memory", id=full["id"])
+    await refused("get_memory", id="no-such-memory")
+    await ok("update_memory", id=bare["id"], importance=0.9, tags=["postgres"])
+    await refused("update_memory", id=bare["id"])
+
+    page = await ok("list_memories", limit=1)
+    assert page["next_cursor"]
+    await ok("list_memories", limit=1, cursor=page["next_cursor"])
+    await ok("list_memories", kind="note", service="billing-api", tags=["billing"])
+    await ok("memory_stats")
+    await ok("cypher_query", query="MATCH (m:Memory) RETURN m.id, m.created_at, m LIMIT 2")
+    await refused("cypher_query", query="MATCH (m:Memory) DELETE m")
+
+    # -- knowledge over time: a dead end, a decision replaced by another, records ----------------
+    dead_end = await ok(
+        "store_dead_end",
+        attempted_approach="Caching billing invoices in Redis",
+        why_failed="Redis evicted invoices under memory pressure",
+        alternative="Keep invoices in Postgres",
+        service="billing-api",
+    )
+    old = await ok(
+        "store_decision",
+        decision="Invoices live in Redis",
+        rationale="fast invoice lookups for billing-api",
+        tags=["invoices"],
+    )
+    new = await ok(
+        "store_decision",
+        decision="Invoices live in Postgres",
+        rationale="Redis evicted invoices under load; Postgres keeps them",
+        consequences="one more table to migrate",
+        status="accepted",
+        avoids=[dead_end["id"]],
+        title="Invoices in Postgres",
+        tags=["invoices"],
+        context="payments",
+        service="billing-api",
+        importance=0.9,
+        idempotency_key="tour-invoices-postgres",
+    )
+    await refused("store_decision", decision="d", rationale="r", avoids=["no-such-memory"])
+    await ok(
+        "mark_outdated", id=old["id"], reason="Redis evicted invoices", superseded_by=new["id"]
+    )
+    await ok("knowledge_timeline", id=new["id"])
+    await ok("knowledge_timeline", query="where do invoices live")
+    await refused("knowledge_timeline")
+
+    await ok("recall_memory", query="where do invoices live", explain=True)
+    await ok("recall_memory", query="Redis invoices", limit=3, kind="decision", tags=["invoices"])
+    await refused("recall_memory", query="")
+    await refused("recall_memory", query="invoices", limit=0)
+    await ok("recall_as_of", query="where do invoices live", as_of="2000-01-01")
+    await ok("recall_as_of", query="where do invoices live", as_of="2100-01-01T00:00:00Z")
+    await refused("recall_as_of", query="invoices", as_of="last tuesday")
+
+    incident = await ok(
+        "store_incident",
+        summary="billing-api returned 502 for 20 minutes",
+        impact="checkout failed for EU customers",
+        root_cause="connection pool exhausted",
+        resolution="raised the pool size",
+        severity="sev2",
+        occurred_at="2026-11-30T10:00:00",
+        service="billing-api",
+    )
+    assert incident["created_at"].startswith("2026-11-30T10:00:00")
+    await refused("store_incident", summary="x", severity="sev9")
+    await ok("store_incident", summary="Stripe webhooks queued for an hour")
+    runbook = await ok(
+        "store_runbook",
+        trigger="billing-api returns 502",
+        steps=["check the connection pool", "raise the pool size", "watch the error rate"],
+        verification="502 rate under 0.1%",
+        rollback="lower the pool size again",
+        cites=[CITED_FILE],
+        service="billing-api",
+        importance=0.8,
+    )
+    await refused("store_runbook", trigger="x", steps=[])
+    await ok(
+        "store_postmortem",
+        summary="billing-api 502s",
+        root_cause="connection pool exhausted",
+        action_items=["alert on pool saturation"],
+        incident_id=incident["id"],
+    )
+    await ok("store_postmortem", summary="Stripe backlog", root_cause="a stuck worker")
+    await ok("search_runbooks", query="502 from billing-api")
+    await ok("recall_similar_incidents", query="checkout failing with 502")
+
+    await ok("promote_to_canonical", id=runbook["id"], owner="platform team")
+    await ok("list_canonical_knowledge")
+    await ok("list_canonical_knowledge", context="payments", limit=5)
+    await ok("recall_canonical_knowledge", query="what to do about 502s")
+    await ok("summarize_project_context")
+    await ok("summarize_project_context", context="payments", limit=3)
+    for view in BANK_VIEWS:
+        await ok("project_bank_view", view=view)
+    await refused("project_bank_view", view="everything")
+
+    await ok("cite_source", id=full["id"], path=CITED_FILE, section="Deploy")
+    await ok("cite_source", id=bare["id"], path=CITED_FILE)
+    await refused("cite_source", id=full["id"], path="../outside.md")
+    await ok("verify_entry", id=full["id"], method="read the retry config", status="verified")
+    await ok(
+        "verify_entry",
+        id=bare["id"],
+        method="psql -p 5433",
+        status="needs_update",
+        note="it moved to 5434",
+    )
+    await refused("verify_entry", id=full["id"], method="looked", status="fine")
+    await ok("verification_candidates")
+    await ok("verification_candidates", days=0, min_importance=0.0, limit=100)
+    await ok("drift_scan")
+
+    copy = await ok("store_memory", content="Staging Postgres listens on 5433.")
+    await ok("merge_duplicates", primary=bare["id"], duplicates=[copy["id"]], reason="same fact")
+    await refused("merge_duplicates", primary=bare["id"], duplicates=["no-such-memory"])
+
+    # -- the entity graph -----------------------------------------------------------------------
+    await ok("index_triples")
+    await ok("index_triples", limit=10, context="payments")
+    entities = (await ok("list_entities"))["entities"]
+    await ok("list_entities", query="billing", label="service", limit=5)
+    if len(entities) >= 2:
+        await ok("merge_entities", primary=entities[0]["id"], duplicates=[entities[1]["id"]])
+    await refused("merge_entities", primary="no-such-entity", duplicates=["neither"])
+    await ok("recall_multihop", query="what broke billing-api checkout")
+    await ok(
+        "recall_multihop",
+        query="Stripe webhooks",
+        max_hops=1,
+        seed_k=3,
+        limit=5,
+        type="semantic",
+        kind="note",
+        tags=["billing"],
+        context="payments",
+    )
+    await refused("recall_multihop", query="x", max_hops=9)
+
+    gone = await ok("store_memory", content="a scratch note to delete", type="working")
+    await ok("delete_memory", id=gone["id"])
+    await refused("delete_memory", id=gone["id"])
+    return tour
