@@ -1,5 +1,5 @@
-"""`python -m eval locomo|longmemeval|beir|all|bench|extract ...`: runs an evaluation and writes
-JSON results."""
+"""`python -m eval locomo|longmemeval|beir|docs|all|bench|extract ...`: runs an evaluation and
+writes JSON results."""
 
 from __future__ import annotations
 
@@ -94,6 +94,22 @@ def main(argv: list[str] | None = None) -> int:
     ir.add_argument("--split", default="test", help="qrels/<split>.tsv")
     ir.add_argument("--embedding", default="local", help=embedding.HELP)
     ir.add_argument("--out", type=Path)
+    docs = sub.add_parser(
+        "docs", help="project-document search on a docs folder: doc hit@1/5, MRR@10, section hit@5"
+    )
+    docs.add_argument("--data", type=Path, default=Path("../shared/bench/docs"))
+    docs.add_argument("--questions", type=Path, default=Path("eval/data/docs_questions.json"))
+    docs.add_argument(
+        "--system",
+        default="hybrid,bm25,vector",
+        help="doc-search recipe(s), comma-separated: hybrid | bm25 | vector",
+    )
+    docs.add_argument("--embedding", default="local", help=embedding.HELP)
+    docs.add_argument("--limit", type=int, help="only the first N questions")
+    docs.add_argument(
+        "--details", action="store_true", help="add each question's top 5 (path, heading)"
+    )
+    docs.add_argument("--out", type=Path)
     every = sub.add_parser("all", help="LoCoMo, LongMemEval and Cranfield: a table of headlines")
     every.add_argument("--bench", type=Path, default=Path("../shared/bench"))
     every.add_argument(
@@ -121,6 +137,17 @@ def main(argv: list[str] | None = None) -> int:
                        cli_ops=args.cli_ops, embedding=args.embedding),
             args.out,
         )  # fmt: skip
+        return 0
+
+    if args.command == "docs":
+        from eval.docs import run_docs
+
+        result = run_docs(
+            args.data, args.questions, args.system.split(","), args.embedding,
+            limit=args.limit, details=args.details,
+            progress=lambda msg: print(msg, file=sys.stderr),
+        )  # fmt: skip
+        _write(result, args.out)
         return 0
 
     embedder = make_embedder(embedding.config(args.embedding))

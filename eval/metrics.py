@@ -44,6 +44,14 @@ def recall_at(ranked: Sequence[str], relevant: Collection[str], k: int) -> float
     return sum(r in top for r in relevant) / len(relevant)
 
 
+def reciprocal_rank(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1/rank of the first relevant id in the top k, 0 if none is there (MRR@k once averaged)."""
+    for rank, item in enumerate(ranked[:k], 1):
+        if item in relevant:
+            return 1.0 / rank
+    return 0.0
+
+
 def ndcg(ranked: Sequence[str], gains: Mapping[str, float], k: int) -> float:
     """nDCG@k with graded gains and the standard 1/log2(rank + 1) discount; ids missing from
     `gains` or with gain <= 0 count 0, and the ideal ranking puts every positive gain first."""

@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from graphmem.documents.models import (
+    DocSearchResult,
+    DocsIndexReport,
+    RepoFile,
+    RepoListing,
+    RepoMatches,
+    SectionText,
+)
 from graphmem.graph.models import EntityList, IndexReport, MergeEntitiesReport, MultiHopResult
 from graphmem.knowledge.models import (
     BankView,
@@ -136,7 +144,60 @@ class GraphAPI(Protocol):
     def wait_for_extraction(self, timeout: float | None = None) -> bool: ...
 
 
-class MemoryAPI(KnowledgeAPI, GraphAPI, Protocol):
+class DocumentAPI(Protocol):
+    """Project documents (graphmem/documents/ops.py)."""
+
+    def index_documents(
+        self,
+        paths: Sequence[str | Path] | None = None,
+        *,
+        on_progress: Progress | None = None,
+    ) -> DocsIndexReport: ...
+
+    def search_docs(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        source_type: str | None = None,
+        path_prefix: str | None = None,
+        explain: bool = False,
+        recipe: str | None = None,
+    ) -> DocSearchResult: ...
+
+    def expand_section(self, path: str, section_key: str) -> SectionText: ...
+
+    def repo_list(
+        self,
+        path: str = ".",
+        *,
+        pattern: str | None = None,
+        recursive: bool = False,
+        limit: int = 200,
+    ) -> RepoListing: ...
+
+    def repo_read(
+        self,
+        path: str,
+        *,
+        start_line: int = 1,
+        end_line: int | None = None,
+        max_bytes: int = 65536,
+    ) -> RepoFile: ...
+
+    def repo_search(
+        self,
+        query: str,
+        *,
+        path: str = ".",
+        regex: bool = False,
+        case_sensitive: bool = False,
+        glob: str | None = None,
+        limit: int = 100,
+    ) -> RepoMatches: ...
+
+
+class MemoryAPI(KnowledgeAPI, GraphAPI, DocumentAPI, Protocol):
     settings: Settings
 
     @property

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
 
+from graphmem.documents.ops import DocumentOps
 from graphmem.embeddings.base import Embedder
 from graphmem.embeddings.factory import make_embedder, warm
 from graphmem.errors import (
@@ -77,7 +78,7 @@ def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
     return validated(MemoryInput, item)
 
 
-class GraphMemory(KnowledgeOps, GraphOps):
+class GraphMemory(KnowledgeOps, GraphOps, DocumentOps):
     """A memory store: typed memories in a Kùzu graph, recalled by meaning and by exact words."""
 
     def __init__(

@@ -12,13 +12,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from graphmem.embeddings.config import EmbeddingConfig
 from graphmem.errors import InvalidInput, validation_message
 
 DATA_DIR_NAME = ".graphmem"
 CONFIG_FILE = "config.toml"
+# what `graphmem index` reads by default: gitignore-style globs relative to the project root
+DOCS_INCLUDE = (
+    "docs/**", "/*.md", "/*.mdx", "/*.markdown", "/*.rst",
+    ".github/workflows/*.yml", ".github/workflows/*.yaml", "/.gitlab-ci.yml",
+)  # fmt: skip
 
 
 class Settings(BaseModel):
@@ -44,6 +49,24 @@ class Settings(BaseModel):
         description="an exact duplicate stored by the same client session within this many "
         "seconds is not stored again; 0 = never skip",
     )
+    docs_include: list[str] = Field(
+        default_factory=lambda: list(DOCS_INCLUDE),
+        description="gitignore-style globs of the files `graphmem index` reads by default",
+    )
+    docs_exclude: list[str] = Field(
+        default_factory=list, description="gitignore-style globs of files never to index"
+    )
+    docs_max_file_bytes: int = Field(
+        default=2_000_000, ge=1, description="larger files are skipped, and reported"
+    )
+    docs_index_noise: bool = Field(
+        default=False,
+        description="index tables of contents, references, see-also and changelog-list sections",
+    )
+    repo_roots: list[str] = Field(
+        default_factory=list,
+        description="folders the file tools may read besides the project root",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     extractor: Literal["spacy", "rules", "llm"] = Field(
         default="spacy", description="how entities and facts are extracted from memories"
@@ -58,6 +81,14 @@ class Settings(BaseModel):
         default=True,
         description="extract entities and facts in the background after each write",
     )
+
+    @field_validator("docs_include", "docs_exclude", "repo_roots", mode="before")
+    @classmethod
+    def _globs(cls, value: object) -> object:
+        """An environment variable gives them comma-separated."""
+        if isinstance(value, str):
+            return [glob.strip() for glob in value.split(",") if glob.strip()]
+        return value
 
 
 # GRAPHMEM_<NAME> -> dotted settings key
@@ -85,6 +116,11 @@ ENV_KEYS: dict[str, str] = {
     "EXTRACTOR_TIMEOUT": "extractor_timeout",
     "EXTRACT_ON_WRITE": "extract_on_write",
     "DUPLICATE_WINDOW_SECONDS": "duplicate_window_seconds",
+    "DOCS_INCLUDE": "docs_include",
+    "DOCS_EXCLUDE": "docs_exclude",
+    "DOCS_MAX_FILE_BYTES": "docs_max_file_bytes",
+    "DOCS_INDEX_NOISE": "docs_index_noise",
+    "REPO_ROOTS": "repo_roots",
     "LOG_LEVEL": "log_level",
 }
 

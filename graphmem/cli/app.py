@@ -22,6 +22,7 @@ _GROUPS = {
     "db": ("admin", "db_app", "Schema status and migrations."),
     "daemon": ("daemon", "app", "The store's owner process."),
     "canonical": ("knowledge", "canonical_app", "Canonical knowledge: promote, list, recall."),
+    "repo": ("docs", "repo_app", "The project's files, read through the path guard."),
 }
 # each module's top-level commands (tests/cli/test_app.py keeps this true)
 _BY_MODULE = {
@@ -34,6 +35,7 @@ _BY_MODULE = {
         "verify-candidates", "drift",
     ),
     "graph": ("index-triples", "entities", "merge-entities", "multihop"),
+    "docs": ("index", "search", "expand"),
     "admin": ("cypher", "doctor", "backup", "restore"),
     "serve": ("serve", "demo"),
 }  # fmt: skip

@@ -23,6 +23,7 @@ from typing import Any
 from graphmem.api import Filters, MemoryAPI, Progress
 from graphmem.daemon.paths import OwnerInfo, live_owner
 from graphmem.daemon.protocol import MAX_LINE, decode, dumps, encode, raise_error
+from graphmem.documents.models import DocsIndexReport
 from graphmem.errors import InvalidInput, StoreError, StoreLocked
 from graphmem.graph.models import IndexReport
 from graphmem.models import (
@@ -163,6 +164,23 @@ class RemoteMemory:
     merge_entities = _forward("merge_entities")
     recall_multihop = _forward("recall_multihop")
     wait_for_extraction = _forward("wait_for_extraction")
+    search_docs = _forward("search_docs")
+    expand_section = _forward("expand_section")
+    repo_list = _forward("repo_list")
+    repo_read = _forward("repo_read")
+    repo_search = _forward("repo_search")
+
+    def index_documents(
+        self, paths: Sequence[str | Path] | None = None, *, on_progress: Progress | None = None
+    ) -> DocsIndexReport:
+        """Runs in the owner as one call; progress is reported once, at the end. Relative paths
+        are the project's, as in the owner (the CLI makes the user's absolute first)."""
+        given = [str(p) for p in paths] if paths else None
+        result: DocsIndexReport = self._call("index_documents", given)
+        if on_progress:
+            files = len(result.added) + len(result.updated) + result.unchanged
+            on_progress(files, files)
+        return result
 
     def index_triples(self, *, on_progress: Progress | None = None, **options: Any) -> IndexReport:
         """Runs in the owner as one call; progress is reported once, at the end."""

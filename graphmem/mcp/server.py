@@ -467,10 +467,11 @@ def build_server(gm: GraphMemory) -> MCPServer:
         _tool(lock, memory_stats, STATS_DESCRIPTION, _hints("Memory statistics")),
         _tool(lock, cypher_query, CYPHER_DESCRIPTION, _hints("Read-only Cypher query")),
     ]
+    from graphmem.mcp.document_tools import document_tools
     from graphmem.mcp.graph_tools import graph_tools
-    from graphmem.mcp.knowledge_tools import knowledge_tools  # it imports this module's helpers
+    from graphmem.mcp.knowledge_tools import knowledge_tools  # they import this module's helpers
 
-    tools += knowledge_tools(gm, lock) + graph_tools(gm, lock)
+    tools += knowledge_tools(gm, lock) + graph_tools(gm, lock) + document_tools(gm, lock)
     server: MCPServer = MCPServer(
         SERVER_NAME,
         title="graphmem memory store",

@@ -77,7 +77,7 @@ WIDEN = 4  # how many more candidates to fetch when a filter will drop some
 MIN_SPREAD = 0.3  # cosine spread that min-max scaling may stretch to the full 0..1
 
 
-def _scaled(values: dict[str, float]) -> dict[str, float]:
+def scaled(values: dict[str, float]) -> dict[str, float]:
     """Min-max to 0..1 over the candidates, but never stretching a spread smaller than
     MIN_SPREAD: with a handful of candidates, two near-equal cosines must stay near-equal."""
     if not values:
@@ -304,7 +304,7 @@ def _score(
 ) -> list[tuple[Candidate, float]]:
     terms = content_terms(parsed.text)
     now = stored_time(utcnow())  # rows hold naive UTC
-    cos = _scaled(
+    cos = scaled(
         {
             k: _similarity(c, rows[k], config)
             for k, c in candidates.items()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from graphmem.storage.entities import EntityRepository
+from graphmem.storage.documents import DocumentRepository
 
 
-class KuzuStore(EntityRepository):
-    """Connection, migrations, vectors, memories, knowledge links and entities of one data dir."""
+class KuzuStore(DocumentRepository):
+    """Connection, migrations, vectors, memories, knowledge links, entities and documents of one
+    data dir."""

@@ -23,7 +23,8 @@ ALL_TOOLS = frozenset(
         "list_canonical_knowledge", "recall_canonical_knowledge", "summarize_project_context",
         "project_bank_view", "recall_as_of", "knowledge_timeline", "cite_source", "verify_entry",
         "verification_candidates", "drift_scan", "recall_multihop", "list_entities",
-        "merge_entities", "index_triples",
+        "merge_entities", "index_triples", "index_documents", "semantic_search",
+        "expand_section", "repo_list", "repo_read", "repo_search",
     }
 )  # fmt: skip
 BANK_VIEWS = (
@@ -59,10 +60,26 @@ class Tour:
         return {tool for tool, _ in self.results} | {tool for tool, _ in self.errors}
 
 
+RUNBOOK = """\
+---
+title: billing-api 502s
+---
+## Check the pool
+
+Look at the connection pool saturation panel.
+
+## Raise the pool
+
+Set `POOL_SIZE` to 40 and redeploy.
+"""
+
+
 def prepare_project(root: Path) -> None:
-    """The file the tour cites; the project is the folder that holds the data dir."""
+    """The files the tour cites and indexes; the project is the folder that holds the data dir."""
     (root / CITED_FILE).parent.mkdir(parents=True, exist_ok=True)
     (root / CITED_FILE).write_text("# Deploy\n\nArgoCD syncs the billing-api chart.\n")
+    (root / "docs" / "runbooks").mkdir(exist_ok=True)
+    (root / "docs" / "runbooks" / "billing-502.md").write_text(RUNBOOK)
 
 
 async def run_tour(call: Caller) -> Tour:
@@ -261,6 +278,31 @@ async def run_tour(call: Caller) -> Tour:
         context="payments",
     )
     await refused("recall_multihop", query="x", max_hops=9)
+
+    # -- project documents and files ------------------------------------------------------------
+    indexed = await ok("index_documents")
+    assert "docs/runbooks/billing-502.md" in indexed["added"]
+    await ok("index_documents", paths=["docs/runbooks"])
+    await refused("index_documents", paths=["no/such/folder"])
+    found = await ok("semantic_search", query="how do I raise the connection pool", explain=True)
+    hit = found["hits"][0]
+    await ok("semantic_search", query="pool", limit=3, source_type="runbook", path_prefix="docs/")
+    await refused("semantic_search", query="")
+    await ok("expand_section", path=hit["path"], section_key=hit["section_key"])
+    await ok("expand_section", path="docs/runbooks/billing-502.md")
+    await refused("expand_section", path="docs/runbooks/billing-502.md", section_key="nope")
+    await ok("repo_list")
+    await ok("repo_list", path="docs", pattern="*.md", recursive=True, limit=10)
+    await refused("repo_list", path="../..")
+    await ok("repo_read", path="docs/runbooks/billing-502.md")
+    await ok("repo_read", path=CITED_FILE, start_line=2, end_line=3, max_bytes=1024)
+    await refused("repo_read", path="/etc/passwd")
+    await ok("repo_search", query="POOL_SIZE")
+    await ok(
+        "repo_search", query=r"pool\s+size", path="docs", regex=True, case_sensitive=False,
+        glob="*.md", limit=5,
+    )  # fmt: skip
+    await refused("repo_search", query="(a+)+$", regex=True)
 
     gone = await ok("store_memory", content="a scratch note to delete", type="working")
     await ok("delete_memory", id=gone["id"])

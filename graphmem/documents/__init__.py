@@ -1,0 +1,2 @@
+"""Project documents in the graph: files found under the roots, parsed by their structure into
+sections and chunks, indexed incrementally and searched like memories."""

@@ -1,0 +1,123 @@
+"""What document indexing, search and section expansion return, at every boundary."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from graphmem.models import Model
+
+
+class SkippedFile(Model):
+    path: str
+    why: str = Field(description="binary, too large, unreadable, ...")
+
+
+class DocsIndexReport(Model):
+    """What an indexing run did, file by file."""
+
+    added: list[str] = Field(default_factory=list)
+    updated: list[str] = Field(default_factory=list)
+    moved: list[dict[str, str]] = Field(
+        default_factory=list, description="renamed files: {from, to}; nothing embedded again"
+    )
+    removed: list[str] = Field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[SkippedFile] = Field(default_factory=list)
+    sections: int = Field(default=0, description="sections written by this run")
+    chunks: int = Field(default=0, description="chunks written by this run")
+    embedded: int = Field(default=0, description="chunks embedded (the others kept their vectors)")
+    redacted: int = Field(default=0, description="secrets replaced by [REDACTED]")
+    warnings: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+class DocHit(Model):
+    """One section that answers a search, with where it is."""
+
+    path: str = Field(description="POSIX path, relative to the project (or to its own root)")
+    title: str = Field(description="the document's title")
+    heading: str = Field(description="the section's own (deepest) heading")
+    breadcrumb: list[str] = Field(description="document title, then the headings down to it")
+    section_key: str = Field(description="pass it to expand_section with path")
+    source_type: str
+    lines: list[int] = Field(description="[first, last] line of the section in the file")
+    snippet: str = Field(description="the best-matching part of the section")
+    score: float
+    explain: dict[str, Any] | None = None
+
+
+class DocSearchResult(Model):
+    query: str
+    hits: list[DocHit] = Field(default_factory=list)
+    degraded: bool = Field(
+        default=False,
+        description="keyword-only: the documents were embedded with another model than the query",
+    )
+    embedding_space: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+
+class SubSection(Model):
+    section_key: str
+    heading: str
+
+
+class SectionText(Model):
+    """A whole section, in reading order."""
+
+    path: str
+    title: str
+    section_key: str
+    heading: str
+    breadcrumb: list[str]
+    source_type: str
+    lines: list[int]
+    text: str
+    subsections: list[SubSection] = Field(
+        default_factory=list, description="sections under it, to expand next"
+    )
+
+
+# -- the file tools (graphmem.documents.repo) ------------------------------------------------
+
+
+class RepoEntry(Model):
+    path: str = Field(
+        description="POSIX path relative to the project root (absolute under another root)"
+    )
+    kind: Literal["file", "dir"] = Field(description="what it is, or what a symlink points to")
+    size: int | None = Field(default=None, description="bytes, for files")
+
+
+class RepoListing(Model):
+    path: str = Field(description="the directory listed")
+    entries: list[RepoEntry]
+    truncated: bool = Field(description="more entries matched than the limit")
+
+
+class RepoFile(Model):
+    path: str
+    start_line: int = Field(description="first line returned, 1-based")
+    end_line: int = Field(description="last line returned; start_line - 1 when none was")
+    total_lines: int = Field(description="lines in the whole file")
+    text: str
+    truncated: bool = Field(description="stopped at max_bytes before end_line")
+    sha256: str = Field(description="hex SHA-256 of the whole file, to detect changes")
+
+
+class RepoMatch(Model):
+    path: str
+    line: int = Field(description="1-based line number")
+    text: str = Field(description="the line, cut to 300 characters around the match")
+
+
+class RepoMatches(Model):
+    query: str
+    matches: list[RepoMatch]
+    truncated: bool = Field(description="more matches than the limit")
+    files_searched: int = Field(description="text files read")

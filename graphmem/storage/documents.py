@@ -1,0 +1,304 @@
+"""Documents in Kùzu: a file's Document node, its Section tree and its Chunks, written one file per
+transaction, and the in-process structures document search reads (graphmem.storage.doc_index).
+
+A changed file is replaced whole in one transaction, so a run killed at any point leaves every file
+either as it was indexed before or as it is now. Chunk ids carry the hash of their text, so a chunk
+whose text did not change keeps its id and its vector; only new chunks are embedded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from graphmem.embeddings.base import EmbeddingSpace
+from graphmem.models import utcnow
+from graphmem.storage.doc_index import ChunkInfo, DocInfo, DocumentIndex, SectionInfo
+from graphmem.storage.entities import EntityRepository
+
+CHUNK_PREFIX = "Chk_"  # a space's chunk vectors, keyed by chunk id
+
+
+def chunk_table_for(space: EmbeddingSpace) -> str:
+    return CHUNK_PREFIX + space.name
+
+
+@dataclass(frozen=True)
+class IndexedDocument:
+    """What the store knows of an indexed file, to decide whether to index it again."""
+
+    path: str
+    uid: str
+    sha256: str
+    rel: str
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One file as it is now: its document, sections and chunks, and the vectors of the chunks
+    the store does not have yet."""
+
+    doc: DocInfo
+    sha256: str
+    size: int
+    mtime: datetime
+    metadata: dict[str, Any]
+    sections: Sequence[SectionInfo]
+    parents: dict[str, str]  # section key -> its parent's key
+    chunks: Sequence[ChunkInfo]
+    search_texts: Sequence[str]  # analysed text of each chunk (graphmem.text.index_text)
+    new_vectors: dict[str, npt.NDArray[np.float32]]
+
+
+class DocumentRepository(EntityRepository):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._doc_index: DocumentIndex | None = None
+
+    def _on_rollback(self) -> None:
+        super()._on_rollback()
+        self._doc_index = None
+
+    # -- what is indexed ------------------------------------------------------------------------
+
+    def indexed_documents(self, root: str) -> dict[str, IndexedDocument]:
+        """path -> the indexed document, of the files indexed under `root` ("" for the project)."""
+        rows = self.read(
+            "MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL AND d.root = $root "
+            "RETURN d.path, d.uid, d.indexed_sha, d.rel",
+            {"root": root},
+        )
+        return {p: IndexedDocument(p, u, s, r) for p, u, s, r in rows}
+
+    def chunk_ids_of(self, uid: str) -> set[str]:
+        rows = self.read("MATCH (c:Chunk) WHERE c.doc = $uid RETURN c.id", {"uid": uid})
+        return {r[0] for r in rows}
+
+    def chunk_vector_ids(self, space: EmbeddingSpace, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` that have a vector in the space."""
+        table = chunk_table_for(space)
+        if table not in self.table_names():
+            return set()
+        with self._lock:
+            known = self._load(table, space.dim).ids
+        return {i for i in ids if i in known}
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def write_document(self, write: DocumentWrite, space: EmbeddingSpace) -> None:
+        """Replace the file's sections and chunks in one transaction; chunks that vanished lose
+        their vectors, new ones get theirs."""
+        doc = write.doc
+        keep = {c.id for c in write.chunks}
+        with self._lock:
+            self._ensure_table(chunk_table_for(space), space.dim)
+        with self.transaction():
+            old = self.chunk_ids_of(doc.uid)
+            self.execute(
+                "MERGE (d:Document {path: $path}) SET d.uid = $uid, d.root = $root, d.rel = $rel, "
+                "d.title = $title, d.source_type = $type, d.indexed_sha = $sha, d.size = $size, "
+                "d.mtime = $mtime, d.indexed_at = $at, d.metadata = $meta",
+                {
+                    "path": doc.path, "uid": doc.uid, "root": doc.root, "rel": doc.rel,
+                    "title": doc.title, "type": doc.source_type, "sha": write.sha256,
+                    "size": write.size, "mtime": write.mtime, "at": utcnow(),
+                    "meta": json.dumps(write.metadata, default=str, ensure_ascii=False),
+                },
+            )  # fmt: skip
+            self._drop_structure(doc.uid)
+            self._insert_sections(doc.path, write.sections, write.parents)
+            self._insert_chunks(write.chunks, write.search_texts)
+            gone = sorted(old - keep)
+            if gone:
+                self._delete_rows(chunk_table_for(space), set(gone))
+            if write.new_vectors:
+                ids = list(write.new_vectors)
+                matrix = np.stack([write.new_vectors[i] for i in ids]).astype(np.float32)
+                self._insert(chunk_table_for(space), space, ids, matrix)
+            self.content_changed()
+
+            def update() -> None:
+                if self._doc_index is not None:
+                    self._doc_index.replace(doc, write.sections, write.chunks, write.search_texts)
+
+            self.after_commit(update)
+
+    def _drop_structure(self, uid: str) -> None:
+        self.execute("MATCH (c:Chunk) WHERE c.doc = $uid DETACH DELETE c", {"uid": uid})
+        self.execute("MATCH (s:Section) WHERE s.doc = $uid DETACH DELETE s", {"uid": uid})
+
+    def _insert_sections(
+        self, path: str, sections: Sequence[SectionInfo], parents: dict[str, str]
+    ) -> None:
+        if not sections:
+            return
+        table = pa.table(
+            {
+                "key": [s.key for s in sections],
+                "doc": [s.doc for s in sections],
+                "section_key": [s.section_key for s in sections],
+                "title": [s.title for s in sections],
+                "level": pa.array([s.level for s in sections], pa.int64()),
+                "breadcrumb": pa.array(
+                    [list(s.breadcrumb) for s in sections], pa.list_(pa.string())
+                ),
+                "ord": pa.array([s.ord for s in sections], pa.int64()),
+                "start_line": pa.array([s.start_line for s in sections], pa.int64()),
+                "end_line": pa.array([s.end_line for s in sections], pa.int64()),
+            }
+        )
+        fields = ", ".join(f"{name}: {name}" for name in table.column_names)
+        self.query_result(f"LOAD FROM $t CREATE (:Section {{{fields}}})", {"t": table})
+        self.execute(
+            "MATCH (d:Document {path: $path}), (s:Section) WHERE s.doc = d.uid "
+            "CREATE (d)-[:HAS_SECTION]->(s)",
+            {"path": path},
+        )
+        pairs = [{"c": child, "p": parent} for child, parent in parents.items()]
+        if pairs:
+            self.execute(
+                "UNWIND $pairs AS p MATCH (c:Section {key: p.c}), (s:Section {key: p.p}) "
+                "CREATE (c)-[:CHILD_OF]->(s)",
+                {"pairs": pairs},
+            )
+
+    def _insert_chunks(self, chunks: Sequence[ChunkInfo], search_texts: Sequence[str]) -> None:
+        if not chunks:
+            return
+        table = pa.table(
+            {
+                "id": [c.id for c in chunks],
+                "doc": [c.doc for c in chunks],
+                "section": [c.section for c in chunks],
+                "ord": pa.array([c.ord for c in chunks], pa.int64()),
+                "text": [c.text for c in chunks],
+                "search_text": list(search_texts),
+                "start_line": pa.array([c.start_line for c in chunks], pa.int64()),
+                "end_line": pa.array([c.end_line for c in chunks], pa.int64()),
+            }
+        )
+        fields = ", ".join(f"{name}: {name}" for name in table.column_names)
+        self.query_result(f"LOAD FROM $t CREATE (:Chunk {{{fields}}})", {"t": table})
+        self.execute(
+            "UNWIND $pairs AS p MATCH (c:Chunk {id: p.c}), (s:Section {key: p.s}) "
+            "CREATE (c)-[:IN_SECTION]->(s)",
+            {"pairs": [{"c": c.id, "s": c.section} for c in chunks]},
+        )
+        ordered = sorted(chunks, key=lambda c: c.ord)
+        pairs = [{"a": a.id, "b": b.id} for a, b in itertools.pairwise(ordered)]
+        if pairs:
+            self.execute(
+                "UNWIND $pairs AS p MATCH (a:Chunk {id: p.a}), (b:Chunk {id: p.b}) "
+                "CREATE (a)-[:NEXT]->(b)",
+                {"pairs": pairs},
+            )
+
+    def move_document(self, old_path: str, doc: DocInfo) -> None:
+        """A renamed file: its sections and chunks stay (they are keyed by the document's uid);
+        the node moves to the new path with the citations that pointed at the old one."""
+        with self.transaction():
+            self.execute(
+                "MATCH (o:Document {path: $old}) "
+                "CREATE (:Document {path: $new, uid: o.uid, root: $root, rel: $rel, title: o.title, "
+                "source_type: o.source_type, indexed_sha: o.indexed_sha, sha256: o.sha256, "
+                "size: o.size, mtime: o.mtime, indexed_at: o.indexed_at, metadata: o.metadata})",
+                {"old": old_path, "new": doc.path, "root": doc.root, "rel": doc.rel},
+            )
+            self.execute(
+                "MATCH (d:Document {path: $new}), (s:Section) WHERE s.doc = d.uid "
+                "CREATE (d)-[:HAS_SECTION]->(s)",
+                {"new": doc.path},
+            )
+            self.execute(
+                "MATCH (m:Memory)-[c:CITES]->(:Document {path: $old}), (d:Document {path: $new}) "
+                "CREATE (m)-[:CITES {section: c.section, sha256_at_verify: c.sha256_at_verify, "
+                "at: c.at}]->(d)",
+                {"old": old_path, "new": doc.path},
+            )
+            self.execute("MATCH (o:Document {path: $old}) DETACH DELETE o", {"old": old_path})
+            self.content_changed()
+
+            def update() -> None:
+                if self._doc_index is not None:
+                    self._doc_index.move(doc)
+
+            self.after_commit(update)
+
+    def remove_documents(self, paths: Sequence[str], spaces: Sequence[EmbeddingSpace]) -> None:
+        """Files that are gone: their sections, chunks and chunk vectors. A document that
+        memories cite keeps its node (the citation then reports the file missing)."""
+        for path in paths:
+            with self.transaction():
+                rows = self.read("MATCH (d:Document {path: $p}) RETURN d.uid", {"p": path})
+                if not rows or rows[0][0] is None:
+                    continue
+                uid = rows[0][0]
+                ids = self.chunk_ids_of(uid)
+                self._drop_structure(uid)
+                for space in spaces:
+                    if chunk_table_for(space) in self.table_names():
+                        self._delete_rows(chunk_table_for(space), ids)
+                self.execute(
+                    "MATCH (d:Document {path: $p}) WHERE NOT EXISTS { MATCH (:Memory)-[:CITES]->(d) } "
+                    "DELETE d",
+                    {"p": path},
+                )
+                self.execute(
+                    "MATCH (d:Document {path: $p}) SET d.indexed_sha = NULL, d.uid = NULL",
+                    {"p": path},
+                )
+                self.content_changed()
+
+                def update(uid: str = uid) -> None:
+                    if self._doc_index is not None:
+                        self._doc_index.remove(uid)
+
+                self.after_commit(update)
+
+    # -- reads for search -----------------------------------------------------------------------
+
+    def document_index(self) -> DocumentIndex:
+        """Sections, chunks and their keyword postings, read once per process and kept in step
+        with this process's writes."""
+        with self._lock:
+            if self._doc_index is None:
+                self._doc_index = DocumentIndex.load(self.read_tuples)
+            return self._doc_index
+
+    def nearest_chunks(
+        self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], top: int
+    ) -> list[tuple[str, float]]:
+        table = chunk_table_for(space)
+        if table not in self.table_names():
+            return []
+        return self._nearest(table, space.dim, vector, top)
+
+    def chunk_scores(
+        self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosine of each of `ids` that has a vector in the space."""
+        table = chunk_table_for(space)
+        if not ids or table not in self.table_names():
+            return {}
+        with self._lock:
+            cached = self._load(table, space.dim)
+            matrix = cached.matrix(space.dim)
+            found = cached.ids.within(list(ids), len(matrix))
+        if not found:
+            return {}
+        scores = matrix[[row for _, row in found]] @ vector
+        return {i: float(s) for (i, _), s in zip(found, scores.tolist(), strict=True)}
+
+    def document_spaces(self) -> set[str]:
+        """Names of the embedding spaces that hold chunk vectors."""
+        return {
+            t.removeprefix(CHUNK_PREFIX) for t in self.table_names() if t.startswith(CHUNK_PREFIX)
+        }
