@@ -34,6 +34,7 @@ from graphmem.models import (
     MemoryInput,
     MemoryPage,
     RecallResult,
+    RecallScope,
     ReembedReport,
     StoredMemory,
     StoreStats,
@@ -235,6 +236,7 @@ class MemoryAPI(KnowledgeAPI, GraphAPI, DocumentAPI, Protocol):
         filters: Filters = None,
         explain: bool = False,
         recipe: str | RecallConfig | None = None,
+        scope: RecallScope = "memories",
     ) -> RecallResult: ...
 
     def cypher(

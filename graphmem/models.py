@@ -280,6 +280,33 @@ class Hit(Model):
     )
 
 
+class DocHit(Model):
+    """One section that answers a search, with where it is."""
+
+    path: str = Field(description="POSIX path, relative to the project (or to its own root)")
+    title: str = Field(description="the document's title")
+    heading: str = Field(description="the section's own (deepest) heading")
+    breadcrumb: list[str] = Field(description="document title, then the headings down to it")
+    section_key: str = Field(description="pass it to expand_section with path")
+    source_type: str
+    lines: list[int] = Field(description="[first, last] line of the section in the file")
+    snippet: str = Field(description="the best-matching part of the section")
+    score: float
+    explain: dict[str, Any] | None = None
+
+
+RecallScope = Literal["memories", "docs", "all"]
+
+
+class ScopedHit(Model):
+    """One hit of a recall over memories and document sections together."""
+
+    source: Literal["memory", "section"]
+    score: float = Field(description="reciprocal-rank fusion of the two rankings")
+    memory: Hit | None = Field(default=None, description="when source is memory")
+    section: DocHit | None = Field(default=None, description="when source is section")
+
+
 class RecallWarning(Model):
     """Something the caller should know before acting on the hits."""
 
@@ -296,6 +323,14 @@ class RecallResult(Model):
     warnings: list[RecallWarning] = Field(default_factory=list)
     degraded: bool = False
     embedding_space: str | None = None
+    scope: RecallScope = "memories"
+    sections: list[DocHit] = Field(
+        default_factory=list, description="document sections, for scope docs or all"
+    )
+    ranking: list[ScopedHit] = Field(
+        default_factory=list,
+        description="scope all: memories and sections in one ranking, each saying which it is",
+    )
 
     def __iter__(self) -> Iterator[Hit]:  # type: ignore[override]
         return iter(self.hits)

@@ -47,6 +47,7 @@ from graphmem.models import (
     MemoryPage,
     MemoryPatch,
     RecallResult,
+    RecallScope,
     RecallWarning,
     ReembedReport,
     StoredMemory,
@@ -59,7 +60,7 @@ from graphmem.passages import owner, passage_ids, passages, passages_of
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
 from graphmem.recall.query import embedding_text
-from graphmem.recall.warnings import dead_end_warnings
+from graphmem.recall.warnings import dead_end_warnings, missing_vector_warnings
 from graphmem.settings import Settings, load_settings
 from graphmem.storage.backup import take_backup
 from graphmem.storage.store import KuzuStore
@@ -281,11 +282,15 @@ class GraphMemory(KnowledgeOps, GraphOps, DocumentOps):
         filters: MemoryFilter | Mapping[str, Any] | None = None,
         explain: bool = False,
         recipe: str | RecallConfig | None = None,
+        scope: RecallScope = "memories",
     ) -> RecallResult:
-        """Hybrid recall: vector and BM25 candidates, scored by features, fused by a RecallConfig."""
+        """Hybrid recall: vector and BM25 candidates, scored by features, fused by a RecallConfig.
+        `scope` docs searches the indexed documents' sections instead, all fuses both."""
         if not query or not query.strip():
             raise InvalidInput("query is empty")
         check_limit(limit)
+        if scope != "memories":
+            return self.recall_scoped(query, scope, limit=limit, filters=filters, explain=explain)
         config = (
             recipe
             if isinstance(recipe, RecallConfig)
@@ -303,13 +308,7 @@ class GraphMemory(KnowledgeOps, GraphOps, DocumentOps):
                 warnings.append(RecallWarning(kind="degraded", message=message))
         space = self.embedder.space if query_vector is not None else None
         if space is not None:
-            missing = self.store.memory_count() - len(self.store.vector_ids(space))
-            if missing > 0:
-                message = (
-                    f"{missing} memories have no vector in {space.label} and can only be found "
-                    "by keyword; run `graphmem reembed` to embed them"
-                )
-                warnings.append(RecallWarning(kind="missing_vectors", message=message))
+            warnings += missing_vector_warnings(self.store, space)
         clues = None
         if config.w_answer > 0:
             from graphmem.graph.multihop import answer_clues

@@ -59,6 +59,10 @@ class Settings(BaseModel):
     docs_max_file_bytes: int = Field(
         default=2_000_000, ge=1, description="larger files are skipped, and reported"
     )
+    docs_watch: bool = Field(
+        default=True,
+        description="the owner re-indexes the indexed documents' folders when files change",
+    )
     docs_index_noise: bool = Field(
         default=False,
         description="index tables of contents, references, see-also and changelog-list sections",
@@ -120,6 +124,7 @@ ENV_KEYS: dict[str, str] = {
     "DOCS_EXCLUDE": "docs_exclude",
     "DOCS_MAX_FILE_BYTES": "docs_max_file_bytes",
     "DOCS_INDEX_NOISE": "docs_index_noise",
+    "DOCS_WATCH": "docs_watch",
     "REPO_ROOTS": "repo_roots",
     "LOG_LEVEL": "log_level",
 }

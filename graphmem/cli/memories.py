@@ -20,7 +20,7 @@ from graphmem.cli.common import (
     short,
 )
 from graphmem.errors import InvalidInput
-from graphmem.models import Memory, RecallResult
+from graphmem.models import Memory, RecallResult, ScopedHit
 from graphmem.transfer import export_jsonl, import_file
 
 app = typer.Typer()
@@ -162,6 +162,12 @@ def recall(
             help="Recall what was known then: ISO date or date-time (superseded entries included).",
         ),
     ] = None,
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope", help="memories | docs (indexed documents' sections) | all (both, fused)"
+        ),
+    ] = "memories",
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -173,7 +179,10 @@ def recall(
                 raise InvalidInput("--as-of cannot be combined with --explain or --recipe")
             result = gm.recall_as_of(query, as_of=as_of, limit=limit, filters=filters)
         else:
-            result = gm.recall(query, limit=limit, filters=filters, explain=explain, recipe=recipe)
+            result = gm.recall(
+                query, limit=limit, filters=filters, explain=explain, recipe=recipe,
+                scope=scope,  # type: ignore[arg-type]  # checked by recall
+            )  # fmt: skip
         emit_json(result) if as_json else show_recall(result, explain)
 
 
@@ -183,6 +192,8 @@ def show_recall(result: RecallResult, explain: bool = False) -> None:
         out.print(f"[yellow]warning:[/yellow] {escape(warning.message)}")
         if warning.memory is not None and warning.memory.id not in warning.message:
             out.print(f"    see {warning.memory.id}", markup=False)
+    if result.scope != "memories":
+        return show_scoped(result)
     if not result.hits:
         out.print("no memories found")
     for rank, hit in enumerate(result.hits, start=1):
@@ -413,3 +424,20 @@ def reembed(
             f"{report.embedded} memories embedded into {report.space}{passages} "
             f"({report.total} in all) in {report.seconds:.1f}s"
         )
+
+
+def show_scoped(result: RecallResult) -> None:
+    """Sections (scope docs), or memories and sections in one ranking (scope all)."""
+    ranking = result.ranking or [
+        ScopedHit(source="section", score=s.score, section=s) for s in result.sections
+    ]
+    if not ranking:
+        out.print("nothing found")
+    for rank, item in enumerate(ranking, start=1):
+        if item.memory is not None:
+            m = item.memory.memory
+            line = f"memory   {m.id}  {short(m.title + ': ' + m.content if m.title else m.content)}"
+        elif item.section is not None:
+            s = item.section
+            line = f"section  {s.path}:{s.lines[0]}  {' > '.join(s.breadcrumb)}: {short(s.snippet)}"
+        out.print(f"{rank:>2}. {item.score:.3f}  {line}", markup=False)

@@ -35,6 +35,7 @@ from graphmem.models import (
     MemoryInput,
     MemoryPage,
     RecallResult,
+    RecallScope,
     ReembedReport,
     StoredMemory,
     StoreStats,
@@ -296,10 +297,12 @@ class RemoteMemory:
         filters: Filters = None,
         explain: bool = False,
         recipe: str | RecallConfig | None = None,
+        scope: RecallScope = "memories",
     ) -> RecallResult:
         result: RecallResult = self._call(
-            "recall", query, limit=limit, filters=_plain(filters), explain=explain, recipe=recipe
-        )
+            "recall", query, limit=limit, filters=_plain(filters), explain=explain, recipe=recipe,
+            scope=scope,
+        )  # fmt: skip
         return result
 
     def cypher(

@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphmem.daemon.paths import OwnerInfo, owner_file, socket_path_for, write_owner_record
 from graphmem.daemon.protocol import (
@@ -33,6 +33,9 @@ from graphmem.daemon.protocol import (
 )
 from graphmem.errors import GraphmemError, InvalidInput
 from graphmem.service import GraphMemory
+
+if TYPE_CHECKING:
+    from graphmem.documents.watcher import DocumentWatcher
 from graphmem.settings import load_settings
 
 log = logging.getLogger("graphmem.owner")
@@ -91,6 +94,7 @@ class Owner:
         self._started = time.time()
         self.socket_path = socket_path_for(self.home)
         self._server: _OwnerSocketServer | None = None
+        self._watch: DocumentWatcher | None = None
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -111,6 +115,8 @@ class Owner:
             args = decode(request.get("args", []))
             kwargs = decode(request.get("kwargs", {}))
             result = getattr(self.gm, method)(*args, **kwargs)
+            if method == "index_documents":  # new folders may need watching
+                self.jobs.submit(self._watch_documents)
             return {"id": request_id, "result": encode(result)}
         except GraphmemError as exc:
             return {"id": request_id, "error": error_payload(exc)}
@@ -172,6 +178,8 @@ class Owner:
                 with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RD)
             self._server.server_close()  # joins handler threads: queued writes finish
+            if self._watch is not None:
+                self._watch.stop()
             self.jobs.shutdown(wait=True, cancel_futures=True)
             try:
                 record = json.loads(owner_file(self.home).read_text(encoding="utf-8"))
@@ -198,8 +206,26 @@ class Owner:
             # an owner stopped early may have left an import's passages
             self.gm.schedule_pending_extraction()
             self.gm.schedule_pending_passages()
+            self._watch_documents()
         except GraphmemError as exc:
             log.warning("warm-up failed: %s", exc.message)
+
+    def _watch_documents(self) -> None:
+        """Watch the folders of the indexed documents (settings docs_watch), anew after each
+        indexing run, which may have added folders."""
+        if not self.gm.settings.docs_watch or self.stopping.is_set():
+            return
+        rels, roots = self.gm.store.indexed_locations()
+        if not rels:
+            return
+        from graphmem.documents.watcher import DocumentWatcher
+
+        if self._watch is not None:
+            self._watch.stop()
+        self._watch = DocumentWatcher(
+            self.home.parent, lambda paths: self.gm.index_documents(paths)
+        )
+        self._watch.start(rels, roots)
 
     def _watch_idle(self) -> None:
         while not self.stopping.wait(0.5):

@@ -154,8 +154,10 @@ class DocumentIndexer:
                     done += 1
                     if on_progress:
                         on_progress(done, total)
-            seen = {f.path for f, *_ in changed} | {f.path for f in files}
-            vanished = {p: d for p, d in known.items() if p not in seen}
+            seen = {f.path for f in files}
+            vanished = {
+                p: d for p, d in known.items() if p not in seen and not self._exists(scope, d)
+            }
             pending: list[_Pending] = []
             for found, data, sha in changed:
                 moved_from = _renamed(vanished, sha) if found.path not in known else None
@@ -174,6 +176,11 @@ class DocumentIndexer:
                 self.report.removed += sorted(d.rel for d in vanished.values())
         self.report.seconds = round(time.perf_counter() - started, 3)
         return self.report
+
+    def _exists(self, scope: Scope, doc: IndexedDocument) -> bool:
+        """Whether a document's file is still there: one the run did not find (no longer under
+        the globs, say) stays indexed until its file is deleted."""
+        return (Path(doc.path) if scope.root else self.settings.home.parent / doc.path).is_file()
 
     def _read(self, found: Found, indexed: IndexedDocument | None) -> tuple[bytes, str] | None:
         """The file's bytes and sha256 when it needs indexing; None when it is unchanged or
@@ -234,14 +241,15 @@ class DocumentIndexer:
 
     def _flush(self, pending: list[_Pending]) -> None:
         """Embed the new chunks of the pending files in one call (the embedder splits a big
-        call between the cores), then write each file in its own transaction."""
+        call between the cores), then write the files in one transaction."""
         texts = [t for p in pending for _, t in p.todo]
         vectors = iter(self.embedder.embed(texts)) if texts else iter(())
+        writes = [
+            replace(p.write, new_vectors={chunk_id: next(vectors) for chunk_id, _ in p.todo})
+            for p in pending
+        ]
+        self.store.write_documents(writes, self.embedder.space)
         for item in pending:
-            new_vectors = {chunk_id: next(vectors) for chunk_id, _ in item.todo}
-            self.store.write_document(
-                replace(item.write, new_vectors=new_vectors), self.embedder.space
-            )
             (self.report.updated if item.updated else self.report.added).append(item.found.rel)
             self.report.sections += len(item.write.sections)
             self.report.chunks += len(item.write.chunks)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from graphmem.models import Model
+from graphmem.models import DocHit, Model
 
 
 class SkippedFile(Model):
@@ -31,21 +31,6 @@ class DocsIndexReport(Model):
     redacted: int = Field(default=0, description="secrets replaced by [REDACTED]")
     warnings: list[str] = Field(default_factory=list)
     seconds: float = 0.0
-
-
-class DocHit(Model):
-    """One section that answers a search, with where it is."""
-
-    path: str = Field(description="POSIX path, relative to the project (or to its own root)")
-    title: str = Field(description="the document's title")
-    heading: str = Field(description="the section's own (deepest) heading")
-    breadcrumb: list[str] = Field(description="document title, then the headings down to it")
-    section_key: str = Field(description="pass it to expand_section with path")
-    source_type: str
-    lines: list[int] = Field(description="[first, last] line of the section in the file")
-    snippet: str = Field(description="the best-matching part of the section")
-    score: float
-    explain: dict[str, Any] | None = None
 
 
 class DocSearchResult(Model):

@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from graphmem.documents.classify import query_intent
-from graphmem.documents.models import DocHit
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput
+from graphmem.models import DocHit
 from graphmem.recall.pipeline import scaled
 from graphmem.storage.doc_index import ChunkInfo, DocumentIndex
 from graphmem.storage.keywords import query_terms, stem

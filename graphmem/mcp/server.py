@@ -39,6 +39,7 @@ from graphmem.models import (
     MemoryPage,
     MemoryType,
     RecallResult,
+    RecallScope,
     StoredMemory,
     StoreStats,
 )
@@ -356,9 +357,16 @@ def build_server(gm: GraphMemory) -> MCPServer:
         explain: Annotated[
             bool, Field(description="Include each hit's score components in `explain`.")
         ] = False,
+        scope: Annotated[
+            RecallScope,
+            Field(
+                description="memories (default); docs: the indexed documents' sections "
+                "(`sections`); all: both, in one `ranking` where each hit says which it is."
+            ),
+        ] = "memories",
     ) -> RecallResult:
         filters = _given(type=type, kind=kind, context=context, service=service, tags=tags)
-        return gm.recall(query, limit=limit, filters=filters or None, explain=explain)
+        return gm.recall(query, limit=limit, filters=filters or None, explain=explain, scope=scope)
 
     def get_memory(id: Id) -> Memory:
         return gm.get(id)

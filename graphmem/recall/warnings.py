@@ -1,7 +1,8 @@
-"""Dead-end warnings: before an agent acts on recalled knowledge, tell it what already failed.
+"""Recall warnings: dead ends to avoid, and memories only keywords can find.
 
-A dead end is relevant when a decision among the hits avoids it, when it shares a context,
-service or tag with the hits, or when its meaning is close to the query's.
+Before an agent acts on recalled knowledge, tell it what already failed. A dead end is relevant
+when a decision among the hits avoids it, when it shares a context, service or tag with the
+hits, or when its meaning is close to the query's.
 """
 
 from __future__ import annotations
@@ -54,3 +55,15 @@ def dead_end_warnings(
 def _alternative(memory: Memory) -> str | None:
     record = memory.metadata.get("record")
     return record.get("alternative") if isinstance(record, dict) else None
+
+
+def missing_vector_warnings(store: KuzuStore, space: EmbeddingSpace) -> list[RecallWarning]:
+    """Memories without a vector in the query's space can only be found by keyword: say so."""
+    missing = store.memory_count() - len(store.vector_ids(space))
+    if missing <= 0:
+        return []
+    message = (
+        f"{missing} memories have no vector in {space.label} and can only be found by keyword; "
+        "run `graphmem reembed` to embed them"
+    )
+    return [RecallWarning(kind="missing_vectors", message=message)]

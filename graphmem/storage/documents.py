@@ -31,6 +31,15 @@ def chunk_table_for(space: EmbeddingSpace) -> str:
     return CHUNK_PREFIX + space.name
 
 
+def _document_row(write: DocumentWrite, at: datetime) -> dict[str, Any]:
+    doc = write.doc
+    return {
+        "path": doc.path, "uid": doc.uid, "root": doc.root, "rel": doc.rel, "title": doc.title,
+        "type": doc.source_type, "sha": write.sha256, "size": write.size, "mtime": write.mtime,
+        "at": at, "meta": json.dumps(write.metadata, default=str, ensure_ascii=False),
+    }  # fmt: skip
+
+
 @dataclass(frozen=True)
 class IndexedDocument:
     """What the store knows of an indexed file, to decide whether to index it again."""
@@ -78,6 +87,11 @@ class DocumentRepository(EntityRepository):
         )
         return {p: IndexedDocument(p, u, s, r) for p, u, s, r in rows}
 
+    def indexed_locations(self) -> tuple[list[str], list[str]]:
+        """(rel of every indexed project document, every outside root documents came from)."""
+        rows = self.read("MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL RETURN d.rel, d.root")
+        return [r for r, root in rows if not root], sorted({root for _, root in rows if root})
+
     def chunk_ids_of(self, uid: str) -> set[str]:
         rows = self.read("MATCH (c:Chunk) WHERE c.doc = $uid RETURN c.id", {"uid": uid})
         return {r[0] for r in rows}
@@ -93,50 +107,59 @@ class DocumentRepository(EntityRepository):
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def write_document(self, write: DocumentWrite, space: EmbeddingSpace) -> None:
-        """Replace the file's sections and chunks in one transaction; chunks that vanished lose
-        their vectors, new ones get theirs."""
-        doc = write.doc
-        keep = {c.id for c in write.chunks}
+    def write_documents(self, writes: Sequence[DocumentWrite], space: EmbeddingSpace) -> None:
+        """Replace the files' sections and chunks in one transaction (a file is never half
+        written); chunks that vanished lose their vectors, new ones get theirs."""
+        if not writes:
+            return
+        uids = [w.doc.uid for w in writes]
+        keep = {c.id for w in writes for c in w.chunks}
         with self._lock:
             self._ensure_table(chunk_table_for(space), space.dim)
         with self.transaction():
-            old = self.chunk_ids_of(doc.uid)
+            old = {
+                r[0]
+                for r in self.read("MATCH (c:Chunk) WHERE c.doc IN $u RETURN c.id", {"u": uids})
+            }
+            now = utcnow()
             self.execute(
-                "MERGE (d:Document {path: $path}) SET d.uid = $uid, d.root = $root, d.rel = $rel, "
-                "d.title = $title, d.source_type = $type, d.indexed_sha = $sha, d.size = $size, "
-                "d.mtime = $mtime, d.indexed_at = $at, d.metadata = $meta",
-                {
-                    "path": doc.path, "uid": doc.uid, "root": doc.root, "rel": doc.rel,
-                    "title": doc.title, "type": doc.source_type, "sha": write.sha256,
-                    "size": write.size, "mtime": write.mtime, "at": utcnow(),
-                    "meta": json.dumps(write.metadata, default=str, ensure_ascii=False),
-                },
-            )  # fmt: skip
-            self._drop_structure(doc.uid)
-            self._insert_sections(doc.path, write.sections, write.parents)
-            self._insert_chunks(write.chunks, write.search_texts)
-            gone = sorted(old - keep)
+                "UNWIND $docs AS r MERGE (d:Document {path: r.path}) SET d.uid = r.uid, "
+                "d.root = r.root, d.rel = r.rel, d.title = r.title, d.source_type = r.type, "
+                "d.indexed_sha = r.sha, d.size = r.size, d.mtime = r.mtime, d.indexed_at = r.at, "
+                "d.metadata = r.meta",
+                {"docs": [_document_row(w, now) for w in writes]},
+            )
+            self._drop_structure(uids)
+            self._insert_sections(
+                uids,
+                [s for w in writes for s in w.sections],
+                {k: v for w in writes for k, v in w.parents.items()},
+            )
+            self._insert_chunks(
+                [c for w in writes for c in w.chunks], [t for w in writes for t in w.search_texts]
+            )
+            gone = old - keep
             if gone:
-                self._delete_rows(chunk_table_for(space), set(gone))
-            if write.new_vectors:
-                ids = list(write.new_vectors)
-                matrix = np.stack([write.new_vectors[i] for i in ids]).astype(np.float32)
-                self._insert(chunk_table_for(space), space, ids, matrix)
+                self._delete_rows(chunk_table_for(space), gone)
+            new = {k: v for w in writes for k, v in w.new_vectors.items()}
+            if new:
+                matrix = np.stack(list(new.values())).astype(np.float32)
+                self._insert(chunk_table_for(space), space, list(new), matrix)
             self.content_changed()
 
             def update() -> None:
                 if self._doc_index is not None:
-                    self._doc_index.replace(doc, write.sections, write.chunks, write.search_texts)
+                    for w in writes:
+                        self._doc_index.replace(w.doc, w.sections, w.chunks, w.search_texts)
 
             self.after_commit(update)
 
-    def _drop_structure(self, uid: str) -> None:
-        self.execute("MATCH (c:Chunk) WHERE c.doc = $uid DETACH DELETE c", {"uid": uid})
-        self.execute("MATCH (s:Section) WHERE s.doc = $uid DETACH DELETE s", {"uid": uid})
+    def _drop_structure(self, uids: Sequence[str]) -> None:
+        self.execute("MATCH (c:Chunk) WHERE c.doc IN $u DETACH DELETE c", {"u": list(uids)})
+        self.execute("MATCH (s:Section) WHERE s.doc IN $u DETACH DELETE s", {"u": list(uids)})
 
     def _insert_sections(
-        self, path: str, sections: Sequence[SectionInfo], parents: dict[str, str]
+        self, uids: Sequence[str], sections: Sequence[SectionInfo], parents: dict[str, str]
     ) -> None:
         if not sections:
             return
@@ -158,9 +181,9 @@ class DocumentRepository(EntityRepository):
         fields = ", ".join(f"{name}: {name}" for name in table.column_names)
         self.query_result(f"LOAD FROM $t CREATE (:Section {{{fields}}})", {"t": table})
         self.execute(
-            "MATCH (d:Document {path: $path}), (s:Section) WHERE s.doc = d.uid "
+            "MATCH (d:Document), (s:Section) WHERE d.uid IN $u AND s.doc = d.uid "
             "CREATE (d)-[:HAS_SECTION]->(s)",
-            {"path": path},
+            {"u": list(uids)},
         )
         pairs = [{"c": child, "p": parent} for child, parent in parents.items()]
         if pairs:
@@ -192,8 +215,8 @@ class DocumentRepository(EntityRepository):
             "CREATE (c)-[:IN_SECTION]->(s)",
             {"pairs": [{"c": c.id, "s": c.section} for c in chunks]},
         )
-        ordered = sorted(chunks, key=lambda c: c.ord)
-        pairs = [{"a": a.id, "b": b.id} for a, b in itertools.pairwise(ordered)]
+        ordered = sorted(chunks, key=lambda c: (c.doc, c.ord))
+        pairs = [{"a": a.id, "b": b.id} for a, b in itertools.pairwise(ordered) if a.doc == b.doc]
         if pairs:
             self.execute(
                 "UNWIND $pairs AS p MATCH (a:Chunk {id: p.a}), (b:Chunk {id: p.b}) "
@@ -242,7 +265,7 @@ class DocumentRepository(EntityRepository):
                     continue
                 uid = rows[0][0]
                 ids = self.chunk_ids_of(uid)
-                self._drop_structure(uid)
+                self._drop_structure([uid])
                 for space in spaces:
                     if chunk_table_for(space) in self.table_names():
                         self._delete_rows(chunk_table_for(space), ids)

@@ -130,3 +130,29 @@ def test_documents_of_another_embedding_model_are_searched_by_keyword_only(
     assert result.degraded and result.embedding_space is None
     assert "another model" in result.warnings[0]
     assert result.hits[0].path == "docs/runbooks/rollback.md"  # still found, by its words
+
+
+def test_recall_with_scope_docs_answers_with_sections(gm: GraphMemory) -> None:
+    result = gm.recall("previous image tag", scope="docs")
+
+    assert result.scope == "docs" and not result.hits
+    assert result.sections[0].path == "docs/runbooks/rollback.md"
+
+
+def test_recall_with_scope_all_ranks_memories_and_sections_together(gm: GraphMemory) -> None:
+    gm.remember("We roll back by re-running the pipeline with the previous image tag")
+
+    result = gm.recall("previous image tag", scope="all", limit=4)
+
+    sources = [h.source for h in result.ranking]
+    assert set(sources) == {"memory", "section"} and len(sources) == 4
+    assert [h.score for h in result.ranking] == sorted(
+        (h.score for h in result.ranking), reverse=True
+    )
+    assert result.hits[0].memory.content.startswith("We roll back")
+    assert len(result.hits) + len(result.sections) == 4
+
+
+def test_an_unknown_scope_is_invalid_input(gm: GraphMemory) -> None:
+    with pytest.raises(InvalidInput, match="scope"):
+        gm.recall("deploy", scope="everything")  # type: ignore[arg-type]

@@ -288,6 +288,10 @@ async def run_tour(call: Caller) -> Tour:
     hit = found["hits"][0]
     await ok("semantic_search", query="pool", limit=3, source_type="runbook", path_prefix="docs/")
     await refused("semantic_search", query="")
+    both = await ok("recall_memory", query="connection pool", scope="all", limit=6)
+    assert {item["source"] for item in both["ranking"]} == {"memory", "section"}
+    await ok("recall_memory", query="connection pool", scope="docs")
+    await refused("recall_memory", query="pool", scope="everything")
     await ok("expand_section", path=hit["path"], section_key=hit["section_key"])
     await ok("expand_section", path="docs/runbooks/billing-502.md")
     await refused("expand_section", path="docs/runbooks/billing-502.md", section_key="nope")
