@@ -148,7 +148,7 @@ def evaluate(
         )
     out: dict[str, Any] = {
         "index_seconds": index_seconds,
-        "index_report": dump(mode="json") if callable(dump) else None,
+        "index_report": _counted(dump(mode="json")) if callable(dump) else None,
         "systems": systems_out,
     }
     if details:
@@ -188,3 +188,8 @@ def run_docs(
         "embedding_space": getattr(space, "label", None),
         **scored,
     }
+
+
+def _counted(report: dict[str, Any]) -> dict[str, Any]:
+    """The index report with its lists of paths counted: the results file stays readable."""
+    return {k: len(v) if isinstance(v, list) else v for k, v in report.items()}

@@ -23,6 +23,7 @@ from graphmem.storage.doc_index import SectionInfo
 if TYPE_CHECKING:
     from graphmem.documents.guard import PathGuard
     from graphmem.embeddings.base import Embedder
+    from graphmem.graph.background import Extraction
     from graphmem.settings import Settings
     from graphmem.storage.store import KuzuStore
 
@@ -38,6 +39,7 @@ class DocumentOps:
     if TYPE_CHECKING:
         store: KuzuStore
         settings: Settings
+        _extraction: Extraction
 
         def recall(
             self,
@@ -63,9 +65,11 @@ class DocumentOps:
 
         # one run at a time: the owner's watch and a client may ask at once
         with self.__dict__.setdefault("_index_lock", threading.Lock()):
-            return DocumentIndexer(self.store, self.embedder, self.settings).run(
+            report = DocumentIndexer(self.store, self.embedder, self.settings).run(
                 list(paths) if paths else None, on_progress=on_progress
             )
+        self._extraction.schedule_chunks()  # entities of the new chunks, in the background
+        return report
 
     def search_docs(
         self,

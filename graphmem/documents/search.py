@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from graphmem.documents.classify import query_intent
+from graphmem.documents.roles import section_role, wanted_roles
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput
 from graphmem.models import DocHit
@@ -26,6 +27,9 @@ from graphmem.storage.store import KuzuStore
 from graphmem.text import query_text, tokens
 
 SNIPPET_CHARS = 300
+OWN_FEATURES = ("cosine", "bm25", "terms", "heading", "path", "intent")
+# the role feature counts in the documents whose best score is at least this share of the best
+ROLE_GATE = 0.9
 
 
 @dataclass(frozen=True)
@@ -41,15 +45,22 @@ class DocRecipe:
     w_heading: float = 0.3  # ... in the headings above it and the document's title
     w_path: float = 0.1  # ... in its file path
     w_intent: float = 0.1  # the document is of a kind the question asks for (how-to: runbook)
-    per_doc: int = 2  # sections of one document on a page
+    w_doc: float = 0.3  # a share of the document's best score (see `_lift`)
+    w_role: float = 0.5  # its heading has the role the question asks for (documents.roles)
+    per_doc: int = 3  # sections of one document on a page
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {name: getattr(self, f"w_{name}") for name in (*OWN_FEATURES, "doc", "role")}
 
 
 DOC_RECIPES: dict[str, DocRecipe] = {
     "hybrid": DocRecipe("hybrid"),
-    "bm25": DocRecipe("bm25", vector_candidates=0, w_cosine=0.0),
+    # one side each, without what the documents add: what hybrid is measured against
+    "bm25": DocRecipe("bm25", vector_candidates=0, w_cosine=0.0, w_doc=0.0, w_role=0.0),
     "vector": DocRecipe(
         "vector", keyword_candidates=0, w_bm25=0.0, w_terms=0.0, w_heading=0.0, w_path=0.0,
-        w_intent=0.0,
+        w_intent=0.0, w_doc=0.0, w_role=0.0,
     ),
 }  # fmt: skip
 
@@ -70,6 +81,7 @@ class _Candidate:
     bm25: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
+    role: bool = False  # its heading has the role the question asks for
 
 
 def search(
@@ -128,8 +140,10 @@ def _stems(text: str) -> set[str]:
 def _score(
     index: DocumentIndex, query: str, found: Mapping[str, _Candidate], recipe: DocRecipe
 ) -> None:
+    """Each chunk's own features and score; then what its document adds (`_lift`)."""
     terms = set(query_terms(query_text(query)))
     intent = query_intent(query)
+    roles = wanted_roles(query)
     cosines = scaled({k: c.cosine for k, c in found.items() if c.cosine is not None})
     top_bm25 = max((c.bm25 for c in found.values()), default=0.0)
     for key, cand in found.items():
@@ -148,14 +162,25 @@ def _score(
         f["heading"] = share(_stems(headings))
         f["path"] = share(_stems(doc.rel.replace("/", " ")))
         f["intent"] = float(doc.source_type in intent)
-        cand.score = (
-            recipe.w_cosine * f["cosine"]
-            + recipe.w_bm25 * f["bm25"]
-            + recipe.w_terms * f["terms"]
-            + recipe.w_heading * f["heading"]
-            + recipe.w_path * f["path"]
-            + recipe.w_intent * f["intent"]
-        )
+        cand.role = bool(roles) and section is not None and section_role(section.title) in roles
+        cand.score = sum(recipe.weights[name] * f[name] for name in OWN_FEATURES)
+    _lift(found, recipe)
+
+
+def _lift(found: Mapping[str, _Candidate], recipe: DocRecipe) -> None:
+    """What a chunk's document adds: a share of the document's best score (`doc`), so the
+    sections of a document that answers stay together; and, within the documents that answer
+    best (ROLE_GATE), the section whose heading has the role the question asks for (`role`):
+    let loose on every document, it would rank another alert's Diagnosis above this one's."""
+    doc_best: dict[str, float] = {}
+    for cand in found.values():
+        doc_best[cand.chunk.doc] = max(doc_best.get(cand.chunk.doc, 0.0), cand.score)
+    top = max(doc_best.values(), default=0.0)
+    for cand in found.values():
+        best = doc_best[cand.chunk.doc]
+        cand.features["doc"] = best
+        cand.features["role"] = float(cand.role and best >= ROLE_GATE * top)
+        cand.score += recipe.w_doc * best + recipe.w_role * cand.features["role"]
 
 
 def _hits(
@@ -202,10 +227,7 @@ def _snippet(text: str) -> str:
 
 
 def _explain(cand: _Candidate, recipe: DocRecipe) -> dict[str, Any]:
-    weights = {
-        "cosine": recipe.w_cosine, "bm25": recipe.w_bm25, "terms": recipe.w_terms,
-        "heading": recipe.w_heading, "path": recipe.w_path, "intent": recipe.w_intent,
-    }  # fmt: skip
+    weights = recipe.weights
     return {
         "recipe": recipe.name,
         "chunk": cand.chunk.id,

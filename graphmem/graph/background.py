@@ -89,7 +89,20 @@ class Extraction:
         ids = self.store.pending_extraction_ids()
         for start in range(0, len(ids), BATCH):
             self.schedule(ids[start : start + BATCH])
+        self.schedule_chunks()
         return len(ids)
+
+    def schedule_chunks(self) -> None:
+        """Queue the extraction of every document chunk still pending (after an index run)."""
+        if self.background:
+            self._jobs.submit(self._run_chunks)
+
+    def _run_chunks(self) -> None:
+        try:
+            while items := self.store.pending_chunks(BATCH):
+                self.indexer().index(items, chunks=True)
+        except Exception:  # the chunks stay pending; the next run retries them
+            log.exception("background extraction from document chunks failed")
 
     def _run(self, memory_ids: list[str]) -> None:
         try:

@@ -58,8 +58,12 @@ class TripleIndexer:
             extractions = self.extractor.extract([text for _, text in items])
             return extractions, int(getattr(self.extractor, "errors", 0)) - before
 
-    def index(self, items: Sequence[tuple[str, str]], *, write: bool = True) -> BatchResult:
-        """Extract from (memory id, text) pairs and write the result; `write=False` only counts."""
+    def index(
+        self, items: Sequence[tuple[str, str]], *, write: bool = True, chunks: bool = False
+    ) -> BatchResult:
+        """Extract from (memory id, text) pairs and write the result; `write=False` only counts.
+        With `chunks`, the ids are document chunks' and only their entities are kept: a fact
+        in a document is not something anyone stated as knowledge."""
         result = BatchResult(memories=len(items))
         if not items:
             return result
@@ -75,7 +79,7 @@ class TripleIndexer:
                 if norm in ids:
                     key = (memory_id, ids[norm])
                     mentions.setdefault(key, Mention(memory_id, ids[norm], name))
-            for fact in extraction.facts:
+            for fact in () if chunks else extraction.facts:
                 subject, obj = ids.get(fact.subject), ids.get(fact.object)
                 if subject is None or obj is None or subject == obj:
                     continue
@@ -91,7 +95,16 @@ class TripleIndexer:
                 provenance.setdefault((fid, memory_id), Provenance(fid, memory_id, fact.confidence))
         result.mentions, result.facts = len(mentions), len(provenance)
         result.new_entities = [row.id for row in new_rows]
-        if write:
+        if write and chunks:
+            self.store.write_chunk_mentions(
+                [chunk_id for chunk_id, _ in items],
+                extractor=extractions[0].extractor if extractions else "none",
+                entities=new_rows,
+                aliases=aliases,
+                mentions=list(mentions.values()),
+                at=utcnow(),
+            )
+        elif write:
             self.store.write_extraction(
                 [memory_id for memory_id, _ in items],
                 extractor=extractions[0].extractor if extractions else "none",

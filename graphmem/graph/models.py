@@ -14,6 +14,7 @@ class EntityInfo(Model):
     mentions: int = Field(description="memories that mention it")
     facts: int = Field(description="facts it is the subject or object of")
     aliases: list[str] = Field(default_factory=list, description="names merged into it")
+    chunks: int = Field(default=0, description="chunks of indexed documents that mention it")
 
 
 class EntityList(Model):
@@ -37,6 +38,7 @@ class IndexReport(Model):
     remaining: int = Field(description="memories in the store still waiting for extraction")
     dry_run: bool = False
     errors: int = Field(default=0, description="texts the extractor could not answer for")
+    chunks: int = Field(default=0, description="document chunks processed")
 
 
 class PathStep(Model):

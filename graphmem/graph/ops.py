@@ -119,6 +119,10 @@ class GraphOps:
                 on_progress(done, total)
         if force and not dry_run and (limit is None or done < limit):
             self.store.meta_set(INDEX_CURSOR_KEY, "")  # the pass reached the end
+        chunks = 0
+        while not dry_run and context is None and (items := self.store.pending_chunks(batch_size)):
+            mentions += indexer.index(items, chunks=True).mentions
+            chunks += len(items)
         remaining = self.store.count_pending_extraction(context=None, include_done=False)
         return IndexReport(
             extractor=getattr(indexer.extractor, "name", self.settings.extractor),
@@ -129,6 +133,7 @@ class GraphOps:
             remaining=remaining,
             dry_run=dry_run,
             errors=errors,
+            chunks=chunks,
         )
 
     # -- entities -----------------------------------------------------------------------------
@@ -141,8 +146,8 @@ class GraphOps:
         rows = self.store.list_entities(query=query or None, label=label or None, limit=limit)
         return EntityList(
             entities=[
-                EntityInfo(id=i, name=n, label=lab, mentions=m, facts=f, aliases=a)
-                for i, n, lab, m, f, a in rows
+                EntityInfo(id=i, name=n, label=lab, mentions=m, facts=f, aliases=a, chunks=c)
+                for i, n, lab, m, f, a, c in rows
             ]
         )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +22,7 @@ import pyarrow as pa
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.models import utcnow
 from graphmem.storage.doc_index import ChunkInfo, DocInfo, DocumentIndex, SectionInfo
-from graphmem.storage.entities import EntityRepository
+from graphmem.storage.entities import EntityRepository, EntityRow, Mention
 
 CHUNK_PREFIX = "Chk_"  # a space's chunk vectors, keyed by chunk id
 
@@ -285,6 +285,48 @@ class DocumentRepository(EntityRepository):
                         self._doc_index.remove(uid)
 
                 self.after_commit(update)
+
+    # -- entities in chunks ---------------------------------------------------------------------
+
+    def pending_chunks(self, limit: int) -> list[tuple[str, str]]:
+        """(id, text) of chunks whose entities are not extracted yet."""
+        return [
+            (r[0], r[1])
+            for r in self.read(
+                "MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN c.id, c.text "
+                "ORDER BY c.id LIMIT $limit",
+                {"limit": limit},
+            )
+        ]
+
+    def count_pending_chunks(self) -> int:
+        rows = self.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)")
+        return int(rows[0][0])
+
+    def write_chunk_mentions(
+        self,
+        chunk_ids: Sequence[str],
+        *,
+        extractor: str,
+        entities: Sequence[EntityRow],
+        aliases: dict[str, str],
+        mentions: Sequence[Mention],
+        at: datetime,
+    ) -> None:
+        """The entities the chunks name, in one transaction, and the chunks marked done. A
+        chunk replaced meanwhile (its file changed) is gone, and so are its mentions."""
+        with self.transaction():
+            self._put_entities(entities, aliases, at=at)
+            if mentions:
+                self.execute(
+                    "UNWIND $rows AS r MATCH (c:Chunk {id: r.memory_id}), (e:Entity {id: r.entity_id}) "
+                    "CREATE (c)-[:MENTIONS {name: r.name, extractor: $x}]->(e)",
+                    {"rows": [asdict(m) for m in mentions], "x": extractor},
+                )
+            self.execute(
+                "MATCH (c:Chunk) WHERE c.id IN $ids SET c.extracted_by = $x",
+                {"ids": list(chunk_ids), "x": extractor},
+            )
 
     # -- reads for search -----------------------------------------------------------------------
 

@@ -112,18 +112,7 @@ class EntityRepository(KnowledgeRepository):
         ids = list(memory_ids)
         with self.transaction():
             self._forget_extraction(ids)
-            if entities:
-                self.execute(
-                    "UNWIND $rows AS r MERGE (e:Entity {id: r.id}) "
-                    "ON CREATE SET e.name = r.name, e.norm = r.norm, e.key = r.key, "
-                    "e.label = r.label, e.created_at = $at",
-                    {"rows": [asdict(e) for e in entities], "at": at},
-                )
-            if aliases:
-                self.execute(
-                    "UNWIND $rows AS r MERGE (a:EntityAlias {norm: r.norm}) SET a.entity = r.entity",
-                    {"rows": [{"norm": n, "entity": e} for n, e in aliases.items()]},
-                )
+            self._put_entities(entities, aliases, at=at)
             if mentions:
                 self.execute(
                     "UNWIND $rows AS r MATCH (m:Memory {id: r.memory_id}), (e:Entity {id: r.entity_id}) "
@@ -156,6 +145,23 @@ class EntityRepository(KnowledgeRepository):
             self.execute(
                 "MATCH (m:Memory) WHERE m.id IN $ids SET m.extracted_by = $x",
                 {"ids": ids, "x": extractor},
+            )
+
+    def _put_entities(
+        self, entities: Sequence[EntityRow], aliases: dict[str, str], *, at: datetime
+    ) -> None:
+        """New entities and aliases of an extraction (inside the caller's transaction)."""
+        if entities:
+            self.execute(
+                "UNWIND $rows AS r MERGE (e:Entity {id: r.id}) "
+                "ON CREATE SET e.name = r.name, e.norm = r.norm, e.key = r.key, "
+                "e.label = r.label, e.created_at = $at",
+                {"rows": [asdict(e) for e in entities], "at": at},
+            )
+        if aliases:
+            self.execute(
+                "UNWIND $rows AS r MERGE (a:EntityAlias {norm: r.norm}) SET a.entity = r.entity",
+                {"rows": [{"norm": n, "entity": e} for n, e in aliases.items()]},
             )
 
     def _forget_extraction(self, memory_ids: list[str]) -> None:
@@ -255,6 +261,7 @@ class EntityRepository(KnowledgeRepository):
         with self.transaction():
             for rel, pattern in (
                 ("MENTIONS", "(m:Memory)-[r:MENTIONS]->(d:Entity)"),
+                ("MENTIONS", "(m:Chunk)-[r:MENTIONS]->(d:Entity)"),
                 ("SUBJECT", "(m:Fact)-[r:SUBJECT]->(d:Entity)"),
                 ("OBJECT", "(m:Fact)-[r:OBJECT]->(d:Entity)"),
             ):
@@ -284,8 +291,9 @@ class EntityRepository(KnowledgeRepository):
 
     def list_entities(
         self, *, query: str | None, label: str | None, limit: int
-    ) -> list[tuple[str, str, str, int, int, list[str]]]:
-        """(id, name, label, mentions, facts, aliases), most mentioned first."""
+    ) -> list[tuple[str, str, str, int, int, list[str], int]]:
+        """(id, name, label, mentions, facts, aliases, chunks mentioning it), most mentioned by
+        memories first."""
         conditions: list[str] = []
         params: dict[str, Any] = {"limit": limit}
         if query:
@@ -299,9 +307,11 @@ class EntityRepository(KnowledgeRepository):
             f"MATCH (e:Entity) {where}"
             "OPTIONAL MATCH (m:Memory)-[:MENTIONS]->(e) "
             "WITH e, count(m) AS mentions "
+            "OPTIONAL MATCH (c:Chunk)-[:MENTIONS]->(e) "
+            "WITH e, mentions, count(c) AS chunks "
             "OPTIONAL MATCH (f:Fact)-[:SUBJECT|OBJECT]->(e) "
-            "RETURN e.id, e.name, e.label, mentions, count(DISTINCT f) AS facts "
-            "ORDER BY mentions DESC, e.id LIMIT $limit",
+            "RETURN e.id, e.name, e.label, mentions, count(DISTINCT f) AS facts, chunks "
+            "ORDER BY mentions + chunks DESC, e.id LIMIT $limit",
             params,
         )
         aliases: dict[str, list[str]] = {}
@@ -310,7 +320,9 @@ class EntityRepository(KnowledgeRepository):
             {"ids": [r[0] for r in rows]},
         ):
             aliases.setdefault(entity, []).append(norm)
-        return [(r[0], r[1], r[2], int(r[3]), int(r[4]), aliases.get(r[0], [])) for r in rows]
+        return [
+            (r[0], r[1], r[2], int(r[3]), int(r[4]), aliases.get(r[0], []), int(r[5])) for r in rows
+        ]
 
     def graph_counts(self) -> dict[str, int]:
         return {

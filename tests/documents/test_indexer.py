@@ -294,3 +294,33 @@ def test_a_run_killed_midway_leaves_the_store_consistent_and_the_next_run_finish
     assert orphans == [[0]]
     assert len(report.added) + len(report.updated) + report.unchanged == 153
     assert {f"docs/page-{i:02}.md" for i in range(150)} <= indexed
+
+
+def test_entities_named_in_documents_are_extracted_and_listed_with_memories(
+    gm: GraphMemory, project: Path
+) -> None:
+    (project / "docs" / "runbooks" / "billing.md").write_text(
+        "# billing-api outage\n\n## Mitigation\n\nRestart billing-api and check the Postgres pool.\n"
+    )
+    gm.index_documents()
+    gm.remember("billing-api returned 502 during the deploy")
+
+    report = gm.index_triples()  # a one-shot store extracts when asked; the owner on its own
+
+    assert report.chunks > 0
+    pending = gm.cypher("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)", {}).rows
+    assert pending == [[0]]
+    entity = next(e for e in gm.list_entities("billing").entities if e.id == "billing-api")
+    assert entity.mentions == 1 and entity.chunks >= 1
+    named = gm.cypher(
+        "MATCH (c:Chunk)-[:MENTIONS]->(:Entity {id: 'billing-api'}) RETURN count(c)", {}
+    ).rows
+    assert named[0][0] >= 1
+
+
+def test_the_owner_extracts_entities_of_new_chunks_in_the_background(project: Path) -> None:
+    with open_store(project / ".graphmem", embedder=HashEmbedder(), extract_on_write=True) as gm:
+        gm.index_documents()
+        assert gm.wait_for_extraction(60)
+        pending = gm.cypher("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)", {})
+        assert pending.rows == [[0]]
