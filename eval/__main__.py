@@ -57,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     kbench.add_argument("--queries", type=int, default=200)
     kbench.add_argument("--embedding", default="local", help=embedding.HELP)
     kbench.add_argument("--out", type=Path)
+    dbench = sub.add_parser("bench-docs", help="document indexing and search speed at N files")
+    dbench.add_argument("--files", type=int, default=5_000)
+    dbench.add_argument("--queries", type=int, default=200)
+    dbench.add_argument("--embedding", default="local", help=embedding.HELP)
+    dbench.add_argument("--out", type=Path)
     stress = sub.add_parser("stress", help="concurrent MCP clients and CLI processes on one store")
     stress.add_argument("--mcp-clients", type=int, default=8)
     stress.add_argument("--cli-workers", type=int, default=2)
@@ -151,6 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     embedder = make_embedder(embedding.config(args.embedding))
+    if args.command == "bench-docs":
+        from eval.bench_docs import run_bench_docs
+
+        _write(run_bench_docs(embedder, args.files, args.queries), args.out)
+        return 0
     if args.command == "bench-knowledge":
         from eval.bench_knowledge import run_knowledge_bench
 

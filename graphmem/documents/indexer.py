@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
+from graphmem.documents.adr import supersessions
 from graphmem.documents.chunks import chunk_section, embedding_text
 from graphmem.documents.classify import is_noise_section, source_type
 from graphmem.documents.ignore import is_binary, walk_files
@@ -123,6 +124,7 @@ class _Pending:
     write: DocumentWrite
     todo: list[tuple[str, str]]  # (chunk id, the text to embed) of the chunks without a vector
     updated: bool
+    supersedes: list[tuple[str, str]] | None  # an ADR's (newer, older) document paths
 
 
 class DocumentIndexer:
@@ -133,6 +135,7 @@ class DocumentIndexer:
         self.embedder = embedder
         self.settings = settings
         self.report = DocsIndexReport()
+        self._rels: dict[str, str] = {}  # rel -> path of the documents of the root at hand
 
     def run(
         self, paths: Sequence[str | Path] | None = None, on_progress: Progress | None = None
@@ -159,18 +162,24 @@ class DocumentIndexer:
                 p: d for p, d in known.items() if p not in seen and not self._exists(scope, d)
             }
             pending: list[_Pending] = []
+            self._rels = {f.rel: f.path for f in files} | {d.rel: p for p, d in known.items()}
+            stated: list[tuple[str, list[tuple[str, str]]]] = []
             for found, data, sha in changed:
                 moved_from = _renamed(vanished, sha) if found.path not in known else None
                 if moved_from is not None:
                     self._move(vanished.pop(moved_from), found)
                 else:
                     pending.append(self._prepare(found, data, sha, known.get(found.path)))
+                    if pending[-1].supersedes is not None:
+                        stated.append((found.path, pending[-1].supersedes))
                     if sum(len(p.todo) for p in pending) >= EMBED_BATCH:
                         self._flush(pending)
                 done += 1
                 if on_progress:
                     on_progress(done, total)
             self._flush(pending)
+            for path, pairs in stated:  # once every document they name is written
+                self.store.state_supersessions(path, pairs)
             if vanished:
                 self.store.remove_documents(sorted(vanished), [self.embedder.space])
                 self.report.removed += sorted(d.rel for d in vanished.values())
@@ -237,7 +246,11 @@ class DocumentIndexer:
         todo = [(c.id, t) for c, t in zip(chunks, texts, strict=True) if c.id not in have]
         self.report.redacted += secrets
         self.report.warnings += [f"{found.rel}: {w}" for w in parsed.warnings]
-        return _Pending(found, write, todo, updated=before is not None)
+        stated = None
+        if kind == "adr":
+            pairs = supersessions(found.rel, text, self._rels)
+            stated = [(self._rels[newer], self._rels[older]) for newer, older in pairs]
+        return _Pending(found, write, todo, updated=before is not None, supersedes=stated)
 
     def _flush(self, pending: list[_Pending]) -> None:
         """Embed the new chunks of the pending files in one call (the embedder splits a big

@@ -61,9 +61,29 @@ class MultiHopHit(Hit):
     path_text: str = Field(default="", description="the path as one line: a -rel-> b -rel-> c")
 
 
+class MultiHopSection(Model):
+    """A section of an indexed document one entity away from a hit (graph.doc_hops)."""
+
+    path: str
+    title: str
+    heading: str
+    breadcrumb: list[str]
+    section_key: str
+    source_type: str
+    lines: list[int]
+    score: float
+    via_memory: str = Field(description="the hit whose entity links to it")
+    route: list[PathStep] = Field(default_factory=list, description="hit -> entity -> section")
+    route_text: str = Field(default="", description="the route as one line")
+
+
 class MultiHopResult(Model):
     query: str
     hits: list[MultiHopHit] = Field(default_factory=list)
+    sections: list[MultiHopSection] = Field(
+        default_factory=list,
+        description="sections of indexed documents that name an entity a hit names",
+    )
     warnings: list[RecallWarning] = Field(default_factory=list)
     subgraph: dict[str, int] = Field(
         default_factory=dict, description="memories, entities and edges the walk looked at"

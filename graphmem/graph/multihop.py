@@ -81,7 +81,7 @@ def _e(entity_id: str) -> str:
     return "e:" + entity_id
 
 
-def _label(memory: Memory) -> str:
+def label(memory: Memory) -> str:
     text = memory.title or memory.content
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -290,7 +290,7 @@ def render(sub: Subgraph, nodes: Sequence[str], memories: Mapping[str, Memory]) 
 
     def name(node: str) -> str:
         if node.startswith("m:") and node[2:] in memories:
-            return _label(memories[node[2:]])
+            return label(memories[node[2:]])
         return sub.names.get(node, node[2:])
 
     steps = []

@@ -240,9 +240,13 @@ class GraphOps:
                     path_text=multihop.path_text(steps),
                 )
             )
+        from graphmem.graph.doc_hops import linked_sections
+
+        labels = {h.memory.id: (h.score, multihop.label(h.memory)) for h in hits}
         return MultiHopResult(
             query=query,
             hits=hits,
+            sections=linked_sections(self.store, labels, limit=limit),
             warnings=recalled.warnings,
             subgraph={
                 "memories": len(sub.memories),

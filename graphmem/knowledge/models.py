@@ -101,11 +101,21 @@ class TimelineEntry(Model):
     reason: str | None = None
 
 
+class DocumentVersion(Model):
+    """One record of a chain of ADRs that supersede each other."""
+
+    path: str
+    title: str
+    superseded_by: str | None = Field(default=None, description="path of the newer record")
+
+
 class Timeline(Model):
-    """Versions of one piece of knowledge, oldest first."""
+    """Versions of one piece of knowledge, oldest first: memories, and for a query the chain of
+    ADRs of the decision record that answers it best."""
 
     anchor_id: str
     entries: list[TimelineEntry]
+    documents: list[DocumentVersion] = Field(default_factory=list)
 
 
 class Citation(Model):

@@ -24,6 +24,7 @@ from graphmem.knowledge.models import (
     Citation,
     DeadEndRecord,
     DecisionRecord,
+    DocumentVersion,
     DriftItem,
     DriftReport,
     IncidentRecord,
@@ -45,6 +46,7 @@ from graphmem.models import (
 
 if TYPE_CHECKING:
     from graphmem.api import Filters
+    from graphmem.documents.models import DocSearchResult
     from graphmem.settings import Settings
     from graphmem.storage.store import KuzuStore
 
@@ -95,6 +97,16 @@ class KnowledgeOps:
             explain: bool = False,
             recipe: Any = None,
         ) -> RecallResult: ...
+        def search_docs(
+            self,
+            query: str,
+            *,
+            limit: int = 10,
+            source_type: str | None = None,
+            path_prefix: str | None = None,
+            explain: bool = False,
+            recipe: str | None = None,
+        ) -> DocSearchResult: ...
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -301,11 +313,12 @@ class KnowledgeOps:
         """The versions of one piece of knowledge, oldest first, with when and why each ended."""
         if (query is None) == (memory_id is None):
             raise InvalidInput("give either a query or a memory id")
+        documents = self._document_versions(query) if query is not None else []
         if memory_id is None:
             assert query is not None
             hits = self.recall(query, limit=1).hits
             if not hits:
-                return Timeline(anchor_id="", entries=[])
+                return Timeline(anchor_id="", entries=[], documents=documents)
             memory_id = hits[0].memory.id
         versions = self.store.chain(memory_id)
         versions.sort(key=lambda v: (v[0].valid_from or v[0].created_at, v[0].created_at))
@@ -313,7 +326,30 @@ class KnowledgeOps:
             TimelineEntry(memory=m, superseded_by=by, superseded_at=at, reason=reason)
             for m, by, at, reason in versions
         ]
-        return Timeline(anchor_id=memory_id, entries=entries)
+        return Timeline(anchor_id=memory_id, entries=entries, documents=documents)
+
+    def _document_versions(self, query: str) -> list[DocumentVersion]:
+        """The chain of ADRs the best-matching decision record belongs to, oldest first; empty
+        when it supersedes nothing and nothing supersedes it."""
+        if not self.store.document_index().docs:
+            return []
+        found = self.search_docs(query, limit=1, source_type="adr", recipe="bm25").hits
+        if not found:
+            return []
+        doc = self.store.document_index().doc_by_rel(found[0].path)
+        chain = self.store.document_chain(doc[0].path) if doc else []
+        if len(chain) < 2:
+            return []
+        newer = {rel: by for _, rel, _, by in chain}  # rel -> the rel of what superseded it
+        order: list[str] = []
+        current = next((rel for rel in newer if rel not in set(newer.values())), None)
+        while current is not None and current not in order:  # from the oldest on
+            order.append(current)
+            current = newer.get(current)
+        titles = {rel: title for _, rel, title, _ in chain}
+        return [
+            DocumentVersion(path=rel, title=titles[rel], superseded_by=newer[rel]) for rel in order
+        ]
 
     # -- verification and drift -------------------------------------------------------------
 

@@ -286,6 +286,44 @@ class DocumentRepository(EntityRepository):
 
                 self.after_commit(update)
 
+    # -- ADRs that supersede others -------------------------------------------------------------
+
+    def state_supersessions(self, stated_by: str, pairs: Sequence[tuple[str, str]]) -> None:
+        """What the document at path `stated_by` says it supersedes or is superseded by, as
+        (newer path, older path): it replaces what it said before."""
+        with self.transaction():
+            self.execute(
+                "MATCH (:Document)-[s:SUPERSEDES]->(:Document) WHERE s.reason = $by DELETE s",
+                {"by": stated_by},
+            )
+            if pairs:
+                self.execute(
+                    "UNWIND $pairs AS p MATCH (n:Document {path: p.n}), (o:Document {path: p.o}) "
+                    "MERGE (n)-[s:SUPERSEDES]->(o) SET s.reason = $by, s.at = $at",
+                    {"pairs": [{"n": n, "o": o} for n, o in pairs], "by": stated_by,
+                     "at": utcnow()},
+                )  # fmt: skip
+
+    def document_chain(self, path: str) -> list[tuple[str, str, str, str | None]]:
+        """(path, rel, title, the rel of what superseded it) of every document linked to `path`
+        by SUPERSEDES, itself included, in no particular order."""
+        rows = self.read(
+            "MATCH (a:Document {path: $p})-[:SUPERSEDES*1..30]-(d:Document) RETURN DISTINCT d.path "
+            "UNION MATCH (d:Document {path: $p}) RETURN d.path",
+            {"p": path},
+        )
+        found = [r[0] for r in rows]
+        out = []
+        for doc_path in found:
+            info = self.read(
+                "MATCH (d:Document {path: $p}) OPTIONAL MATCH (n:Document)-[:SUPERSEDES]->(d) "
+                "RETURN d.rel, d.title, n.rel",
+                {"p": doc_path},
+            )
+            rel, title, newer = info[0]
+            out.append((doc_path, rel or doc_path, title or rel or doc_path, newer))
+        return out
+
     # -- entities in chunks ---------------------------------------------------------------------
 
     def pending_chunks(self, limit: int) -> list[tuple[str, str]]:
@@ -298,6 +336,22 @@ class DocumentRepository(EntityRepository):
                 {"limit": limit},
             )
         ]
+
+    def chunks_mentioning(self, entity_ids: Sequence[str], *, limit: int) -> list[tuple[str, str]]:
+        """(entity id, chunk id) for the chunks naming each entity, at most `limit` an entity
+        (a hub's count is all that matters past it)."""
+        if not entity_ids:
+            return []
+        out: list[tuple[str, str]] = []
+        for entity_id in entity_ids:
+            out += [
+                (entity_id, r[0])
+                for r in self.read(
+                    "MATCH (c:Chunk)-[:MENTIONS]->(:Entity {id: $e}) RETURN c.id LIMIT $n",
+                    {"e": entity_id, "n": limit},
+                )
+            ]
+        return out
 
     def count_pending_chunks(self) -> int:
         rows = self.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)")

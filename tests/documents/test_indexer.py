@@ -324,3 +324,52 @@ def test_the_owner_extracts_entities_of_new_chunks_in_the_background(project: Pa
         assert gm.wait_for_extraction(60)
         pending = gm.cypher("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)", {})
         assert pending.rows == [[0]]
+
+
+def test_an_adr_that_supersedes_another_links_them_and_the_timeline_follows(
+    gm: GraphMemory, project: Path
+) -> None:
+    adr = project / "docs" / "adr"
+    (adr / "0003-sessions-in-redis.md").write_text(
+        "# 3. Sessions in Redis\n\n## Status\n\nSuperseded by [ADR 12](0012-sessions-in-postgres.md)"
+        "\n\n## Decision\n\nUser sessions are kept in Redis.\n"
+    )
+    (adr / "0012-sessions-in-postgres.md").write_text(
+        "# 12. Sessions in Postgres\n\n## Status\n\nAccepted. Supersedes ADR 3.\n\n"
+        "## Decision\n\nUser sessions are kept in Postgres, since Redis evicted them.\n"
+    )
+    gm.index_documents()
+
+    links = gm.cypher("MATCH (n:Document)-[:SUPERSEDES]->(o:Document) RETURN n.rel, o.rel", {}).rows
+    assert links == [
+        ["docs/adr/0012-sessions-in-postgres.md", "docs/adr/0003-sessions-in-redis.md"]
+    ]
+    timeline = gm.knowledge_timeline("where are user sessions kept")
+    assert [(d.path, d.superseded_by) for d in timeline.documents] == [
+        ("docs/adr/0003-sessions-in-redis.md", "docs/adr/0012-sessions-in-postgres.md"),
+        ("docs/adr/0012-sessions-in-postgres.md", None),
+    ]
+
+    (adr / "0012-sessions-in-postgres.md").write_text(
+        "# 12. Sessions in Postgres\n\n## Status\n\nAccepted.\n\n## Decision\n\nPostgres.\n"
+    )
+    (adr / "0003-sessions-in-redis.md").write_text("# 3. Sessions in Redis\n\nRedis.\n")
+    gm.index_documents()
+    assert not gm.cypher("MATCH (:Document)-[s:SUPERSEDES]->(:Document) RETURN s", {}).rows
+
+
+def test_multihop_reaches_the_sections_that_name_what_its_hits_name(
+    gm: GraphMemory, project: Path
+) -> None:
+    (project / "docs" / "runbooks" / "ledger.md").write_text(
+        "# ledger-service\n\n## Restart\n\nRestart ledger-service with `make restart-ledger`.\n"
+    )
+    gm.index_documents()
+    gm.remember("The nightly payout job failed because ledger-service timed out")
+    gm.index_triples()
+
+    result = gm.recall_multihop("why did the nightly payout job fail?")
+
+    section = next(s for s in result.sections if s.path == "docs/runbooks/ledger.md")
+    assert section.via_memory == result.hits[0].memory.id
+    assert "-mentions-> ledger-service <-mentions-" in section.route_text
