@@ -69,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     stress.add_argument("--cli-ops", type=int, help="operations per CLI worker (default: --ops)")
     stress.add_argument("--embedding", default="local", help=embedding.HELP)
     stress.add_argument("--out", type=Path)
+    mcp_tools = sub.add_parser(
+        "mcp-tools", help="tools/list bytes per MCP tool mode; result bytes, compact vs full"
+    )
+    mcp_tools.add_argument("--out", type=Path)
     extract = sub.add_parser("extract", help="entity and fact extraction rate (memories/s)")
     extract.add_argument("--memories", type=int, default=2_000)
     extract.add_argument("--extractor", default="spacy", help="spacy | rules | llm")
@@ -126,7 +130,26 @@ def main(argv: list[str] | None = None) -> int:
     every.add_argument(
         "--out", type=Path, help="default eval/results/all.json (all_quick.json with --quick)"
     )
+    sessions = sub.add_parser(
+        "sessions", help="closing sessions: statement kind, action and mode accuracy, wrong applies"
+    )
+    sessions.add_argument("--cases", type=Path, default=Path("eval/data/sessions.json"))
+    sessions.add_argument("--embedding", default="local", help=embedding.HELP)
+    sessions.add_argument("--out", type=Path, default=Path("eval/results/sessions.json"))
+    hooks = sub.add_parser(
+        "hooks", help="`graphmem hook` as a new process: p50/p95, owner running and not, bytes"
+    )
+    hooks.add_argument("--runs", type=int, default=30, help="new processes timed per hook")
+    hooks.add_argument("--memories", type=int, default=2_000, help="synthetic notes in the store")
+    hooks.add_argument("--embedding", default="local", help=embedding.HELP)
+    hooks.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+
+    if args.command == "mcp-tools":
+        from eval.bench_mcp import run_mcp_bench
+
+        _write(run_mcp_bench(), args.out)
+        return 0
 
     if args.command == "extract":
         from eval.bench_extract import run_extract_bench
@@ -155,7 +178,21 @@ def main(argv: list[str] | None = None) -> int:
         _write(result, args.out)
         return 0
 
+    if args.command == "sessions":
+        from eval.sessions import run_sessions
+
+        result = run_sessions(
+            args.cases, args.embedding, progress=lambda msg: print(msg, file=sys.stderr)
+        )
+        _write(result, args.out)
+        return 0
+
     embedder = make_embedder(embedding.config(args.embedding))
+    if args.command == "hooks":
+        from eval.bench_hooks import run_bench_hooks
+
+        _write(run_bench_hooks(args.runs, args.embedding, embedder, args.memories), args.out)
+        return 0
     if args.command == "bench-docs":
         from eval.bench_docs import run_bench_docs
 

@@ -40,6 +40,7 @@ from graphmem.models import (
     StoreStats,
 )
 from graphmem.recall.config import RecallConfig
+from graphmem.sessions.models import ResolveReport, ReviewQueue, SessionPlan
 from graphmem.settings import Settings
 
 Progress = Callable[[int, int], None]
@@ -198,7 +199,71 @@ class DocumentAPI(Protocol):
     ) -> RepoMatches: ...
 
 
-class MemoryAPI(KnowledgeAPI, GraphAPI, DocumentAPI, Protocol):
+class SessionAPI(Protocol):
+    """Sessions and the review queue (graphmem/sessions/ops.py)."""
+
+    def close_session(
+        self,
+        summary: str,
+        *,
+        mode: str | None = None,
+        context: str | None = None,
+        service: str | None = None,
+        dry_run: bool = True,
+        auto_apply_low_risk: bool = False,
+        session_id: str | None = None,
+        client: str | None = None,
+        cwd: str | None = None,
+    ) -> SessionPlan: ...
+
+    def review_session_changes(
+        self,
+        *,
+        session: str | None = None,
+        status: str | None = "pending",
+        action: str | None = None,
+        limit: int = 50,
+    ) -> ReviewQueue: ...
+
+    def accept_session_changes(
+        self, session: str | None = None, items: Sequence[str] | None = None, *, actor: str = "user"
+    ) -> ResolveReport: ...
+
+    def resolve_review_item(
+        self, item_id: str, resolution: str, note: str | None = None, *, actor: str = "user"
+    ) -> ResolveReport: ...
+
+    def resolve_review_queue(
+        self,
+        resolution: str,
+        *,
+        session: str | None = None,
+        action: str | None = None,
+        risk: str | None = None,
+        note: str | None = None,
+        dry_run: bool = True,
+        actor: str = "user",
+    ) -> ResolveReport: ...
+
+
+class HookAPI(Protocol):
+    """What `graphmem hook` asks the owner for (graphmem/agents/context.py): plain dicts, so a
+    stdlib-only hook process can read them."""
+
+    def hook_context(
+        self, event: str, payload: Mapping[str, Any], *, client: str | None = None
+    ) -> dict[str, Any]: ...
+
+    def hook_checkpoint(
+        self, payload: Mapping[str, Any], *, client: str | None = None, event: str = "stop"
+    ) -> dict[str, Any]: ...
+
+    def end_session(
+        self, payload: Mapping[str, Any], *, client: str | None = None
+    ) -> dict[str, Any]: ...
+
+
+class MemoryAPI(KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, HookAPI, Protocol):
     settings: Settings
 
     @property

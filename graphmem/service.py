@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
 
+from graphmem.agents.context import HookOps
 from graphmem.documents.ops import DocumentOps
 from graphmem.embeddings.base import Embedder
 from graphmem.embeddings.factory import make_embedder, warm
@@ -61,6 +62,8 @@ from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
 from graphmem.recall.query import embedding_text
 from graphmem.recall.warnings import dead_end_warnings, missing_vector_warnings
+from graphmem.sessions.checkpoint import CheckpointOps
+from graphmem.sessions.ops import SessionOps
 from graphmem.settings import Settings, load_settings
 from graphmem.storage.backup import take_backup
 from graphmem.storage.store import KuzuStore
@@ -79,7 +82,7 @@ def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
     return validated(MemoryInput, item)
 
 
-class GraphMemory(KnowledgeOps, GraphOps, DocumentOps):
+class GraphMemory(KnowledgeOps, GraphOps, DocumentOps, SessionOps, CheckpointOps, HookOps):
     """A memory store: typed memories in a Kùzu graph, recalled by meaning and by exact words."""
 
     def __init__(

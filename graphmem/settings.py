@@ -72,6 +72,11 @@ class Settings(BaseModel):
         description="folders the file tools may read besides the project root",
     )
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
+    mcp_tools: Literal["full", "grouped", "core"] = Field(
+        default="full",
+        description="what the MCP server lists: every tool, a few grouped ones with an action "
+        "argument, or only store, recall and the project context (all stay callable by name)",
+    )
     extractor: Literal["spacy", "rules", "llm"] = Field(
         default="spacy", description="how entities and facts are extracted from memories"
     )
@@ -127,6 +132,7 @@ ENV_KEYS: dict[str, str] = {
     "DOCS_WATCH": "docs_watch",
     "REPO_ROOTS": "repo_roots",
     "LOG_LEVEL": "log_level",
+    "MCP_TOOLS": "mcp_tools",
 }
 
 

@@ -23,6 +23,7 @@ _GROUPS = {
     "daemon": ("daemon", "app", "The store's owner process."),
     "canonical": ("knowledge", "canonical_app", "Canonical knowledge: promote, list, recall."),
     "repo": ("docs", "repo_app", "The project's files, read through the path guard."),
+    "session": ("sessions", "session_app", "Close a session; review what it proposed."),
 }
 # each module's top-level commands (tests/cli/test_app.py keeps this true)
 _BY_MODULE = {
@@ -38,6 +39,7 @@ _BY_MODULE = {
     "docs": ("index", "search", "expand"),
     "admin": ("cypher", "doctor", "backup", "restore"),
     "serve": ("serve", "demo"),
+    "setup": ("setup",),
 }  # fmt: skip
 COMMANDS = {command: module for module, names in _BY_MODULE.items() for command in names}
 

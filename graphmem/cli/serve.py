@@ -21,6 +21,15 @@ def serve(
         str | None, typer.Option("--host", help="HTTP bind address (default 127.0.0.1).")
     ] = None,
     port: Annotated[int | None, typer.Option("--port", help="HTTP port (default 8765).")] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            "--tools",
+            help="full (every tool) | grouped (a few tools with an action argument) | core "
+            "(store, recall, project context); default: the mcp_tools setting, full. Every tool "
+            "stays callable by its name.",
+        ),
+    ] = None,
     insecure_allow_unauthenticated: Annotated[
         bool,
         typer.Option(
@@ -37,7 +46,7 @@ def serve(
     from graphmem.mcp.server import serve_stdio
     from graphmem.settings import load_settings
 
-    overrides = {"http_host": host, "http_port": port}
+    overrides = {"http_host": host, "http_port": port, "mcp_tools": tools}
     if http:  # refuse an unsafe bind before anything starts
         with handle_errors(as_json):
             settings = load_settings(home, overrides={k: v for k, v in overrides.items() if v})

@@ -170,6 +170,14 @@ class RemoteMemory:
     repo_list = _forward("repo_list")
     repo_read = _forward("repo_read")
     repo_search = _forward("repo_search")
+    close_session = _forward("close_session")
+    review_session_changes = _forward("review_session_changes")
+    accept_session_changes = _forward("accept_session_changes")
+    resolve_review_item = _forward("resolve_review_item")
+    resolve_review_queue = _forward("resolve_review_queue")
+    hook_context = _forward("hook_context")
+    hook_checkpoint = _forward("hook_checkpoint")
+    end_session = _forward("end_session")
 
     def index_documents(
         self, paths: Sequence[str | Path] | None = None, *, on_progress: Progress | None = None

@@ -17,15 +17,18 @@ from typing import Any
 from pydantic import BaseModel
 
 from graphmem import errors, models
-from graphmem.api import DocumentAPI, GraphAPI, KnowledgeAPI
+from graphmem.api import DocumentAPI, GraphAPI, HookAPI, KnowledgeAPI, SessionAPI
 from graphmem.documents import models as document_models
 from graphmem.graph import models as graph_models
 from graphmem.knowledge import models as knowledge_models
 from graphmem.recall.config import RecallConfig
+from graphmem.sessions import models as session_models
 
 # What a client may call: the MemoryAPI methods, nothing private, nothing that closes the store.
 KNOWLEDGE_METHODS = tuple(
-    name for api in (KnowledgeAPI, GraphAPI, DocumentAPI) for name, value in vars(api).items()
+    name
+    for api in (KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, HookAPI)
+    for name, value in vars(api).items()
     if callable(value) and not name.startswith("_")
 )  # fmt: skip
 METHODS = frozenset(
@@ -38,7 +41,7 @@ METHODS = frozenset(
 
 _MODELS: dict[str, type[BaseModel]] = {
     name: value
-    for module in (models, knowledge_models, graph_models, document_models)
+    for module in (models, knowledge_models, graph_models, document_models, session_models)
     for name, value in vars(module).items()
     if isinstance(value, type)
     and issubclass(value, BaseModel)

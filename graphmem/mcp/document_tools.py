@@ -1,8 +1,9 @@
 """MCP tools for project documents (index them, search them by section, read a whole section) and
 for the project's files (list, read, search), confined to the allowed roots.
 
-Same rules as the tools in `server.py`: each calls exactly one MemoryAPI method and returns its
-pydantic model; arguments are strict; graphmem errors become tool errors in `_guard`."""
+Same rules as the memory tools: each calls exactly one MemoryAPI method and returns its pydantic
+model (search hits shown compact unless `detail="full"`); arguments are strict; graphmem errors
+become tool errors in `tooling.guard`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import threading
 from typing import TYPE_CHECKING, Annotated
 
 from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from graphmem.documents.models import (
@@ -20,7 +22,9 @@ from graphmem.documents.models import (
     RepoMatches,
     SectionText,
 )
-from graphmem.mcp.server import _hints, _tool
+from graphmem.mcp.args import DetailArg
+from graphmem.mcp.present import shown
+from graphmem.mcp.tooling import hints, make_tool
 
 if TYPE_CHECKING:
     from graphmem.api import MemoryAPI as GraphMemory
@@ -39,8 +43,9 @@ SEARCH = """\
 Search the project's indexed documents by meaning and by exact words. Use it to find how \
 something is done here (runbooks), why it was decided (ADRs), what happened (postmortems) or \
 how something is configured. Returns `hits`, best first, one per section: each has `path`, \
-`breadcrumb` (document title > headings), `heading`, `section_key`, `source_type`, `lines` and a \
-`snippet`; read the whole section with expand_section(path, section_key). `source_type` (adr, \
+`section_key`, `section` (document title > headings), `source_type`, `lines` and a `snippet` \
+(`detail=full`: the full records); read the whole section with expand_section(path, \
+section_key). `source_type` (adr, \
 runbook, postmortem, readme, docs, changelog, ci_config, k8s, helm, terraform, ...) and \
 `path_prefix` narrow the search.
 
@@ -93,10 +98,12 @@ def document_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         explain: Annotated[
             bool, Field(description="Include each hit's score components in `explain`.")
         ] = False,
-    ) -> DocSearchResult:
-        return gm.search_docs(
+        detail: DetailArg = "compact",
+    ) -> Annotated[CallToolResult, DocSearchResult]:
+        found = gm.search_docs(
             query, limit=limit, source_type=source_type, path_prefix=path_prefix, explain=explain
         )
+        return shown(found, detail)
 
     def expand_section(
         path: Annotated[str, Field(min_length=1, description="The document's path, as found.")],
@@ -137,10 +144,10 @@ def document_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         )
 
     return [
-        _tool(lock, index_documents, INDEX, _hints("Index project documents", writes=True)),
-        _tool(lock, semantic_search, SEARCH, _hints("Search project documents")),
-        _tool(lock, expand_section, EXPAND, _hints("Read a whole section")),
-        _tool(lock, repo_list, REPO_LIST, _hints("List project files")),
-        _tool(lock, repo_read, REPO_READ, _hints("Read a project file")),
-        _tool(lock, repo_search, REPO_SEARCH, _hints("Search project files")),
+        make_tool(lock, index_documents, INDEX, hints("Index project documents", writes=True)),
+        make_tool(lock, semantic_search, SEARCH, hints("Search project documents")),
+        make_tool(lock, expand_section, EXPAND, hints("Read a whole section")),
+        make_tool(lock, repo_list, REPO_LIST, hints("List project files")),
+        make_tool(lock, repo_read, REPO_READ, hints("Read a project file")),
+        make_tool(lock, repo_search, REPO_SEARCH, hints("Search project files")),
     ]

@@ -1,5 +1,6 @@
 """MCP tools for the entity graph: multi-hop recall, entities, merging them, backfilling
-extraction. Same rules as the tools in `server.py`: one MemoryAPI call each, strict arguments."""
+extraction. Same rules as the memory tools: one MemoryAPI call each, strict arguments; multi-hop
+hits are shown compact unless `detail="full"`."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import threading
 from typing import TYPE_CHECKING, Annotated
 
 from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from graphmem.graph.models import EntityList, IndexReport, MergeEntitiesReport, MultiHopResult
-from graphmem.mcp.server import ContextArg, KindArg, Tags, TypeArg, _given, _hints, _tool
+from graphmem.mcp.args import ContextArg, DetailArg, KindArg, Tags, TypeArg, given
+from graphmem.mcp.present import shown
+from graphmem.mcp.tooling import hints, make_tool
 
 if TYPE_CHECKING:
     from graphmem.api import MemoryAPI as GraphMemory
@@ -60,11 +64,13 @@ def graph_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         kind: KindArg = None,
         tags: Tags = None,
         context: ContextArg = None,
-    ) -> MultiHopResult:
-        filters = _given(type=type, kind=kind, tags=tags, context=context)
-        return gm.recall_multihop(
+        detail: DetailArg = "compact",
+    ) -> Annotated[CallToolResult, MultiHopResult]:
+        filters = given(type=type, kind=kind, tags=tags, context=context)
+        found = gm.recall_multihop(
             query, max_hops=max_hops, seed_k=seed_k, limit=limit, filters=filters or None
         )
+        return shown(found, detail)
 
     def list_entities(
         query: Annotated[str | None, Field(description="Part of the entity's name.")] = None,
@@ -92,10 +98,10 @@ def graph_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         return gm.index_triples(limit=limit, context=context)
 
     return [
-        _tool(lock, recall_multihop, RECALL_MULTIHOP, _hints("Multi-hop recall")),
-        _tool(lock, list_entities, LIST_ENTITIES, _hints("List entities")),
-        _tool(lock, merge_entities, MERGE_ENTITIES,
-              _hints("Merge entities", writes=True, destructive=True, idempotent=False)),
-        _tool(lock, index_triples, INDEX_TRIPLES,
-              _hints("Extract entities and facts", writes=True)),
+        make_tool(lock, recall_multihop, RECALL_MULTIHOP, hints("Multi-hop recall")),
+        make_tool(lock, list_entities, LIST_ENTITIES, hints("List entities")),
+        make_tool(lock, merge_entities, MERGE_ENTITIES,
+              hints("Merge entities", writes=True, destructive=True, idempotent=False)),
+        make_tool(lock, index_triples, INDEX_TRIPLES,
+              hints("Extract entities and facts", writes=True)),
     ]  # fmt: skip

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from graphmem.storage.documents import DocumentRepository
+from graphmem.storage.sessions import SessionRepository
 
 
-class KuzuStore(DocumentRepository):
-    """Connection, migrations, vectors, memories, knowledge links, entities and documents of one
-    data dir."""
+class KuzuStore(SessionRepository):
+    """Connection, migrations, vectors, memories, knowledge links, entities, documents and
+    sessions of one data dir."""

@@ -59,9 +59,9 @@ async def test_an_agent_indexes_searches_and_reads_documents_over_stdio(project:
 
                 found = await call(client, "semantic_search", query="why are jobs in postgres")
                 hit = found["hits"][0]
-                assert (hit["path"], hit["heading"], hit["source_type"]) == (
+                assert (hit["path"], hit["section"], hit["source_type"]) == (
                     "docs/adr/0003-queue.md",
-                    "Decision",
+                    "ADR 3: Queue jobs in Postgres > Decision",
                     "adr",
                 )
                 section = await call(

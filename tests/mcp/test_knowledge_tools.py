@@ -56,7 +56,7 @@ def now_iso() -> str:
 
 
 def hit_ids(result: dict[str, Any]) -> list[str]:
-    return [hit["memory"]["id"] for hit in result["hits"]]
+    return [hit["id"] for hit in result["hits"]]
 
 
 async def redis_then_postgres(client: Client) -> tuple[dict[str, Any], dict[str, Any], str]:
@@ -137,16 +137,19 @@ async def test_a_replaced_decision_shows_in_the_timeline_oldest_first_with_the_r
 
     timeline = await call(client, "knowledge_timeline", id=new["id"])
 
-    assert [entry["memory"]["id"] for entry in timeline["entries"]] == [old["id"], new["id"]]
+    assert [entry["id"] for entry in timeline["entries"]] == [old["id"], new["id"]]
     first, last = timeline["entries"]
     assert first["superseded_by"] == new["id"]
     assert first["reason"] == "Redis evicted sessions under load"
-    assert first["memory"]["lifecycle"] == "superseded"
+    assert first["lifecycle"] == "superseded"
     assert first["superseded_at"]
-    assert last["superseded_by"] is None
-    assert last["memory"]["lifecycle"] == "active"
+    assert "superseded_by" not in last  # compact: left out, not null
+    assert "lifecycle" not in last  # active
     by_query = await call(client, "knowledge_timeline", query="where do sessions live")
-    assert [e["memory"]["id"] for e in by_query["entries"]] == [old["id"], new["id"]]
+    assert [e["id"] for e in by_query["entries"]] == [old["id"], new["id"]]
+    full = await call(client, "knowledge_timeline", id=new["id"], detail="full")
+    assert [e["memory"]["lifecycle"] for e in full["entries"]] == ["superseded", "active"]
+    assert full["entries"][1]["superseded_by"] is None
 
 
 async def test_mark_outdated_returns_the_retired_memory_with_its_validity_closed(
@@ -179,8 +182,8 @@ async def test_an_outdated_memory_keeps_its_reason_in_the_timeline(client: Clien
     timeline = await call(client, "knowledge_timeline", id=fact["id"])
 
     (entry,) = timeline["entries"]
-    assert entry["memory"]["lifecycle"] == "outdated"
-    assert entry["superseded_by"] is None
+    assert entry["lifecycle"] == "outdated"
+    assert "superseded_by" not in entry
     assert entry["reason"] == "staging moved to EKS"
 
 
@@ -189,11 +192,11 @@ async def test_recall_points_a_superseded_hit_at_its_successor(client: Client) -
 
     recalled = await call(client, "recall_memory", query="Sessions live in Redis", limit=5)
 
-    hits = {hit["memory"]["id"]: hit for hit in recalled["hits"]}
+    hits = {hit["id"]: hit for hit in recalled["hits"]}
     if old["id"] in hits:  # a superseded memory may rank low, but if it shows it points onward
         assert hits[old["id"]]["superseded_by"] == new["id"]
     assert new["id"] in hits
-    assert hits[new["id"]]["superseded_by"] is None
+    assert "superseded_by" not in hits[new["id"]]
 
 
 async def test_recall_as_of_answers_with_what_was_true_on_each_side_of_the_switch(
@@ -237,7 +240,7 @@ async def test_a_related_dead_end_is_a_warning_in_recall_memory(client: Client) 
 
     warnings = [w for w in recalled["warnings"] if w["kind"] == "dead_end"]
     assert warnings, recalled["warnings"]
-    assert warnings[0]["memory"]["id"] == dead_end["id"]
+    assert warnings[0]["id"] == dead_end["id"]
     assert warnings[0]["message"]
 
 
@@ -261,7 +264,7 @@ async def test_a_decision_that_avoids_a_dead_end_brings_its_warning_along(
     recalled = await call(client, "recall_memory", query="deploy job that migrates")
 
     assert decision["id"] in hit_ids(recalled)
-    warned = {w["memory"]["id"] for w in recalled["warnings"] if w["memory"]}
+    warned = {w.get("id") for w in recalled["warnings"]}
     assert dead_end["id"] in warned
 
 
@@ -320,7 +323,7 @@ async def test_each_record_tool_stores_a_memory_of_its_kind(client: Client) -> N
     assert hit_ids(found)[:1] == [runbook["id"]]
     similar = await call(client, "recall_similar_incidents", query="checkout 502 errors")
     assert incident["id"] in hit_ids(similar)
-    assert all(hit["memory"]["kind"] in ("incident", "postmortem") for hit in similar["hits"])
+    assert all(hit["kind"] in ("incident", "postmortem") for hit in similar["hits"])
 
 
 async def test_store_runbook_with_no_steps_is_a_tool_error_and_stores_nothing(

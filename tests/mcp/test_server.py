@@ -109,8 +109,8 @@ async def test_store_then_recall_returns_the_stored_memory_in_structured_content
     recalled = await call(client, "recall_memory", query="flaky login test session cookie")
 
     assert recalled["query"] == "flaky login test session cookie"
-    assert [hit["memory"]["id"] for hit in recalled["hits"]][:1] == [stored["id"]]
-    assert recalled["hits"][0]["memory"]["content"] == stored["content"]
+    assert [hit["id"] for hit in recalled["hits"]][:1] == [stored["id"]]
+    assert recalled["hits"][0]["content"] == stored["content"]
 
 
 async def test_recall_with_explain_returns_score_components(client: Client) -> None:
@@ -130,7 +130,7 @@ async def test_recall_filters_narrow_the_hits(client: Client) -> None:
 
     recalled = await call(client, "recall_memory", query="deploy the cache", kind="decision")
 
-    assert [hit["memory"]["id"] for hit in recalled["hits"]] == [decision["id"]]
+    assert [hit["id"] for hit in recalled["hits"]] == [decision["id"]]
 
 
 async def test_store_memory_with_importance_7_is_a_tool_error_and_stores_nothing(
@@ -202,8 +202,8 @@ async def test_update_changes_content_and_recall_finds_the_new_words(client: Cli
     assert updated["importance"] == 0.9
     assert updated["created_at"] == stored["created_at"]
     recalled = await call(client, "recall_memory", query="exponential backoff")
-    assert recalled["hits"][0]["memory"]["id"] == stored["id"]
-    assert "exponential backoff" in recalled["hits"][0]["memory"]["content"]
+    assert recalled["hits"][0]["id"] == stored["id"]
+    assert "exponential backoff" in recalled["hits"][0]["content"]
     fetched = await call(client, "get_memory", id=stored["id"])
     assert fetched["content"] == updated["content"]
 
@@ -236,7 +236,7 @@ async def test_list_memories_filters_by_type_and_pages_with_the_cursor(client: C
     ]
     await call(client, "store_memory", content="Something happened", type="episodic")
 
-    page = await call(client, "list_memories", type="semantic", limit=2)
+    page = await call(client, "list_memories", type="semantic", limit=2, detail="full")
     assert len(page["memories"]) == 2
     assert all(m["type"] == "semantic" for m in page["memories"])
     assert page["next_cursor"]
@@ -394,7 +394,7 @@ async def test_serve_stdio_speaks_mcp_on_stdin_and_stdout(tmp_path: Path) -> Non
             assert {tool.name for tool in (await client.list_tools()).tools} >= TOOLS
             stored = await call(client, "store_memory", content="Stored over stdio")
             recalled = await call(client, "recall_memory", query="stored over stdio")
-            assert recalled["hits"][0]["memory"]["id"] == stored["id"]
+            assert recalled["hits"][0]["id"] == stored["id"]
 
 
 def _free_port() -> int:

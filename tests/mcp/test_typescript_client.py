@@ -2,7 +2,8 @@
 in ts_client/package.json and installed by `make setup`), the client of Claude Code, VS Code and
 most agent hosts: it rejects any tool result whose structured content does not match the tool's
 output schema, formats included. The tour calls every tool, over stdio and over streamable HTTP
-with a bearer token, with the real local embedding model."""
+with a bearer token, with the real local embedding model; over stdio also in grouped mode, every
+action of every grouped tool, with compact and with full results."""
 
 from __future__ import annotations
 
@@ -24,9 +25,20 @@ import httpx
 import pytest
 from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
-from tool_tour import ALL_TOOLS, Outcome, prepare_project, run_tour
+from tool_tour import (
+    ALL_TOOLS,
+    GROUPED_TOOLS,
+    Detail,
+    Outcome,
+    prepare_project,
+    run_tour,
+    through_groups,
+)
 
 from graphmem.daemon.paths import live_owner
+from graphmem.embeddings.hashing import HashEmbedder
+from graphmem.mcp.server import build_server
+from graphmem.service import open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.model]
 
@@ -109,13 +121,22 @@ def stop_owner(home: Path) -> None:
             os.kill(owner.pid, signal.SIGTERM)
 
 
-async def tour_through(client: Driver) -> None:
+async def tour_through(
+    client: Driver, *, grouped: bool = False, detail: Detail = "compact"
+) -> None:
     connected = await client.read()
-    assert set(connected["tools"]) == ALL_TOOLS
+    assert set(connected["tools"]) == (GROUPED_TOOLS if grouped else ALL_TOOLS)
     checks = await client.send({"selfcheck": True})
     assert checks == {"naive_rejected": True, "utc_accepted": True}, "the client checks formats"
-    tour = await run_tour(client.call)
+    called: set[str] = set()
+
+    async def call(tool: str, arguments: dict[str, Any]) -> Outcome:
+        called.add(tool)
+        return await client.call(tool, arguments)
+
+    tour = await run_tour(through_groups(call) if grouped else call, detail)
     assert tour.tools_called == ALL_TOOLS
+    assert called == (GROUPED_TOOLS if grouped else ALL_TOOLS)
 
 
 async def test_every_tool_over_stdio_passes_the_typescript_clients_schema_checks(
@@ -129,6 +150,37 @@ async def test_every_tool_over_stdio_passes_the_typescript_clients_schema_checks
             await tour_through(client)
     finally:
         stop_owner(home)
+
+
+@pytest.mark.parametrize("detail", ["compact", "full"])
+async def test_every_grouped_action_over_stdio_passes_the_typescript_clients_schema_checks(
+    tmp_path: Path, detail: Detail
+) -> None:
+    prepare_project(tmp_path)
+    home = tmp_path / ".graphmem"
+    command = [sys.executable, "-m", "graphmem", "serve", "--tools", "grouped"]
+    try:
+        async with driver("stdio", *command, env=serve_env(home)) as client:
+            await tour_through(client, grouped=True, detail=detail)
+            await grouped_schemas_have_teeth(client, tmp_path / "schemas")
+    finally:
+        stop_owner(home)
+
+
+async def grouped_schemas_have_teeth(client: Driver, home: Path) -> None:
+    """The client's validator, given the memory tool's output schema, accepts a compact recall
+    and rejects one whose hit breaks CompactHit: the anyOf is checked, not waved through."""
+    with open_store(home, embedder=HashEmbedder()) as gm:
+        listed = await build_server(gm, "grouped").list_tools()
+    schema = next(tool.output_schema for tool in listed if tool.name == "memory")
+    hit = {"id": "01M8", "kind": "note", "content": "c", "created": "2026-12-01", "score": 0.5}
+    broken = [{k: v for k, v in hit.items() if k != "id"}, {**hit, "created": "yesterday"},
+              {**hit, "kind": "gossip"}, {**hit, "tags": "not-a-list"}]  # fmt: skip
+    valid = [
+        (await client.send({"validate": schema, "value": {"query": "q", "hits": [h]}}))["valid"]
+        for h in [hit, *broken]
+    ]
+    assert valid == [True, False, False, False, False]
 
 
 def _free_port() -> int:
@@ -179,7 +231,7 @@ async def test_every_tool_over_http_with_a_token_passes_the_typescript_clients_s
     with http_server(tmp_path) as url:
         env = {**os.environ, "GRAPHMEM_HTTP_TOKEN": TOKEN}
         async with driver("http", url, env=env) as client:
-            await tour_through(client)
+            await tour_through(client, detail="full")
 
 
 async def test_the_typescript_client_with_a_wrong_token_cannot_connect(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ ones, which must be clean tool errors after which the server goes on serving.
 
 The tour is written once and driven through every client the tests run: the Python SDK's in-process
 `Client` (with the output schemas checked by `jsonschema`, formats included) and the official
-TypeScript SDK client (which checks them with Ajv and ajv-formats) over stdio and streamable HTTP.
+TypeScript SDK client (which checks them with Ajv and ajv-formats) over stdio and streamable HTTP;
+in each tool mode (`through_groups` makes every call an action of a grouped tool) and in both
+details of the results (`detail="full"` is passed to every tool that takes it).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from graphmem.mcp.grouped import GROUPS
 
 ALL_TOOLS = frozenset(
     {
@@ -24,9 +28,24 @@ ALL_TOOLS = frozenset(
         "project_bank_view", "recall_as_of", "knowledge_timeline", "cite_source", "verify_entry",
         "verification_candidates", "drift_scan", "recall_multihop", "list_entities",
         "merge_entities", "index_triples", "index_documents", "semantic_search",
-        "expand_section", "repo_list", "repo_read", "repo_search",
+        "expand_section", "repo_list", "repo_read", "repo_search", "close_session",
+        "review_session_changes", "resolve_review_item", "accept_session_changes",
+        "resolve_review_queue",
     }
 )  # fmt: skip
+DETAIL_TOOLS = frozenset(
+    {
+        "recall_memory", "list_memories", "knowledge_timeline", "summarize_project_context",
+        "project_bank_view", "search_runbooks", "recall_similar_incidents",
+        "recall_canonical_knowledge", "list_canonical_knowledge", "recall_as_of",
+        "recall_multihop", "verification_candidates", "semantic_search",
+    }
+)  # fmt: skip
+GROUPED_TOOLS = frozenset(group.name for group in GROUPS)
+CORE_TOOLS = frozenset({"store_memory", "recall_memory", "summarize_project_context"})
+ACTION_OF = {
+    tool: (group.name, action) for group in GROUPS for action, (tool, _) in group.actions.items()
+}
 BANK_VIEWS = (
     "decisions", "runbooks", "incidents", "caveats", "migrations", "dead_ends",
     "canonical_overview", "review_queue",
@@ -46,6 +65,17 @@ class Outcome:
 
 
 Caller = Callable[[str, dict[str, Any]], Awaitable[Outcome]]
+Detail = Literal["compact", "full"]
+
+
+def through_groups(call: Caller) -> Caller:
+    """A caller that makes each call of a full tool as the action of its grouped tool."""
+
+    async def grouped(tool: str, arguments: dict[str, Any]) -> Outcome:
+        group, action = ACTION_OF[tool]
+        return await call(group, {"action": action, **arguments})
+
+    return grouped
 
 
 @dataclass
@@ -82,10 +112,14 @@ def prepare_project(root: Path) -> None:
     (root / "docs" / "runbooks" / "billing-502.md").write_text(RUNBOOK)
 
 
-async def run_tour(call: Caller) -> Tour:
+async def run_tour(call: Caller, detail: Detail = "compact") -> Tour:
+    """Every tool, called through `call`; `detail="full"` asks every tool that takes it for whole
+    records (compact, the default, is not passed: the tools' default is what is toured)."""
     tour = Tour()
 
     async def ok(tool: str, **arguments: Any) -> dict[str, Any]:
+        if detail == "full" and tool in DETAIL_TOOLS:
+            arguments["detail"] = "full"
         outcome = await call(tool, arguments)
         assert outcome.accepted, f"the client rejected {tool}'s result: {outcome.text}"
         assert not outcome.is_error, f"{tool}({arguments}) failed: {outcome.text}"
@@ -307,6 +341,33 @@ async def run_tour(call: Caller) -> Tour:
         glob="*.md", limit=5,
     )  # fmt: skip
     await refused("repo_search", query="(a+)+$", regex=True)
+
+    # -- sessions and the review queue -------------------------------------------------------
+    summary = (
+        "- We decided to page the payments team for billing-api 502s\n"
+        "- Tried raising the pool to 80 but it didn't help\n"
+        "- TODO: add a pool saturation alert"
+    )
+    planned = await ok("close_session", summary=summary)
+    assert planned["dry_run"] and len(planned["actions"]) == 3
+    closed = await ok(
+        "close_session", summary=summary, mode="coding", context="payments",
+        service="billing-api", session_id="tour-session", dry_run=False,
+    )  # fmt: skip
+    await refused("close_session", summary="x y z", mode="party")
+    queue = await ok("review_session_changes", session="tour-session")
+    items = [item["id"] for item in queue["items"]]
+    assert len(items) == 3 and closed["summary_id"]
+    await ok("review_session_changes", status=None, change="new", limit=5)
+    await ok("resolve_review_item", id=items[0], resolution="reject", note="not needed")
+    await refused("resolve_review_item", id=items[0], resolution="accept")
+    await ok("accept_session_changes", items=[items[1]])
+    await refused("accept_session_changes")
+    await ok("resolve_review_queue", resolution="defer", session="tour-session")
+    await ok(
+        "resolve_review_queue", resolution="defer", session="tour-session", change="raw_only",
+        risk="auto", note="later", dry_run=False,
+    )  # fmt: skip
 
     gone = await ok("store_memory", content="a scratch note to delete", type="working")
     await ok("delete_memory", id=gone["id"])

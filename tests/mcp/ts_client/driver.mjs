@@ -9,7 +9,8 @@
 // read on stdin, {"tool": NAME, "arguments": {...}}, with one JSON line:
 //   {"accepted": true, "isError": bool, "structuredContent": ..., "text": "..."}
 //   {"accepted": false, "error": "..."}   the client threw (a schema mismatch, a protocol error)
-// A line {"selfcheck": true} answers whether this client rejects a date-time without an offset.
+// A line {"selfcheck": true} answers whether this client rejects a date-time without an offset;
+// {"validate": SCHEMA, "value": VALUE} answers {"valid": bool} as the client's validator sees it.
 import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -59,6 +60,10 @@ for await (const line of lines) {
   const request = JSON.parse(line);
   if (request.selfcheck) {
     write(selfcheck());
+    continue;
+  }
+  if (request.validate) {
+    write({ valid: new AjvJsonSchemaValidator().getValidator(request.validate)(request.value).valid });
     continue;
   }
   try {

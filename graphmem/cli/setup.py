@@ -1,0 +1,84 @@
+"""`graphmem setup CLIENT`: connect an agent client to this project's store. Parses, calls
+graphmem.agents.setup and renders; the client knowledge and the file handling live there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, out
+
+app = typer.Typer()
+
+
+@app.command()
+def setup(
+    client: Annotated[
+        str,
+        typer.Argument(help="claude-code | codex | cursor | gemini | vscode | claude-desktop"),
+    ],
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="project: files in this project (the default); user: your own config for every "
+            "project (claude-desktop has only this one).",
+            show_default=False,
+        ),
+    ] = None,
+    hooks: Annotated[
+        bool,
+        typer.Option("--hooks/--no-hooks", help="Also write the client's hook entries."),
+    ] = True,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print a diff of every file it would change; change none."),
+    ] = False,
+    remove: Annotated[
+        bool, typer.Option("--remove", help="Take out what setup added, and nothing else.")
+    ] = False,
+    instructions: Annotated[
+        bool,
+        typer.Option(
+            "--instructions",
+            help="Also add a short memory section to the project's AGENTS.md (CLAUDE.md, GEMINI.md).",
+        ),
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Connect an agent client to graphmem: its MCP server entry, hooks and instructions."""
+    from graphmem.agents.setup import request_for, run, targets_of
+
+    with handle_errors(as_json):
+        request = request_for(
+            client,
+            home=home,
+            cwd=Path.cwd(),
+            user_home=Path.home(),
+            scope=scope,
+            hooks=hooks,
+            instructions=instructions,
+            remove=remove,
+        )
+        changes = run(request, dry_run=dry_run)
+    changed = [change for change in changes if change.action != "unchanged"]
+    if as_json:
+        rows = [
+            {**change.to_dict(), **({"diff": change.diff()} if dry_run else {})}
+            for change in changes
+        ]
+        return emit_json(rows)
+    for change in changed:
+        if dry_run:
+            out.print(change.diff(), markup=False, end="")
+            continue
+        backup = f" (backup: {change.backup})" if change.backup else ""
+        out.print(f"{change.action} {change.path}{backup}", markup=False)
+    if not changed:
+        out.print("nothing to remove" if remove else "already set up", markup=False)
+    elif not remove and not dry_run:
+        for note in targets_of(request).notes:
+            out.print(f"note: {note}", markup=False)

@@ -1,0 +1,337 @@
+"""Tool modes: which tools `tools/list` offers. `full` lists every tool; `grouped` a few tools with
+an `action` argument, each action being one full tool; `core` only store, recall and the project
+context. Every tool stays callable by its full name in every mode, so an agent or a hook that
+learnt the full names never breaks (the SDK serves any registered tool; a mode only filters the
+list).
+
+A grouped call runs the full tool itself (same arguments, same function, same result), so there is
+no second implementation. Its schemas are the full tools' own:
+
+- input: an object with `action` and, for each action, `if action is X then <X's argument
+  schema>` chained through `else`. Not a top-level `oneOf`: the Anthropic API refuses a tool whose
+  input schema has `oneOf`/`anyOf`/`allOf` at the root, and Claude clients pass MCP schemas through.
+  The root also lists every argument name with its JSON type, for clients that read only
+  `properties`;
+- output: `{"type": "object", "anyOf": [...]}` over the full tools' output schemas, their `$defs`
+  merged (an object root, as the MCP SDKs require of output schemas).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+
+from graphmem.mcp.tooling import hints
+
+__all__ = ["CORE", "GROUPS", "Group", "ToolMode", "grouped_tools", "listed"]
+
+ToolMode = Literal["full", "grouped", "core"]
+
+CORE = ("store_memory", "recall_memory", "summarize_project_context")
+
+
+@dataclass(frozen=True)
+class Group:
+    """One grouped tool: its name, what it is for, and its actions as (full tool, one line)."""
+
+    name: str
+    title: str
+    purpose: str
+    actions: dict[str, tuple[str, str]]
+
+
+GROUPS = (
+    Group(
+        "memory",
+        "Project memory",
+        "Long-term memory of this project, shared by every agent. Recall before a task or at an "
+        "unfamiliar error; store what you decide, learn or abandon, in words a later search "
+        "would use.",
+        {
+            "store": ("store_memory", "save one memory (content, kind, tags...); returns its id"),
+            "recall": ("recall_memory", "search by meaning and exact words; warns of dead ends"),
+            "get": ("get_memory", "one whole memory by id"),
+            "update": ("update_memory", "change the given fields of a memory"),
+            "delete": ("delete_memory", "delete a memory for good"),
+            "list": ("list_memories", "browse by filter, newest first; cursor pages"),
+            "stats": ("memory_stats", "counts and size of the store"),
+        },
+    ),
+    Group(
+        "knowledge",
+        "Knowledge over time",
+        "Engineering knowledge that stays true: records, supersession, canonical entries, "
+        "verification. Start work with summarize_context; retire what is no longer true with "
+        "mark_outdated instead of deleting it.",
+        {
+            "summarize_context": ("summarize_project_context", "canonical knowledge, then recent"),
+            "store_decision": ("store_decision", "a decision with its rationale"),
+            "store_dead_end": ("store_dead_end", "an approach that failed, so nobody retries it"),
+            "store_incident": ("store_incident", "an outage or breakage"),
+            "store_runbook": ("store_runbook", "when to do what, step by step"),
+            "store_postmortem": ("store_postmortem", "root cause and action items"),
+            "mark_outdated": (
+                "mark_outdated",
+                "retire a memory; superseded_by links its successor",
+            ),
+            "merge_duplicates": ("merge_duplicates", "archive copies into one primary memory"),
+            "search_runbooks": ("search_runbooks", "runbooks for a situation"),
+            "similar_incidents": ("recall_similar_incidents", "past incidents like a symptom"),
+            "promote": ("promote_to_canonical", "make a memory canonical, with an owner"),
+            "list_canonical": ("list_canonical_knowledge", "canonical memories"),
+            "recall_canonical": ("recall_canonical_knowledge", "search canonical memories only"),
+            "bank_view": ("project_bank_view", "decisions, runbooks, incidents, ... of a project"),
+            "recall_as_of": ("recall_as_of", "what was known at a past date"),
+            "timeline": ("knowledge_timeline", "every version of one piece of knowledge"),
+            "cite": ("cite_source", "a memory relies on a project file"),
+            "verify": ("verify_entry", "record that a memory was checked, and the outcome"),
+            "verification_candidates": ("verification_candidates", "memories due for a check"),
+            "drift_scan": ("drift_scan", "cited files that changed since"),
+        },
+    ),
+    Group(
+        "graph",
+        "Entity graph",
+        "The entities and facts extracted from memories.",
+        {
+            "multihop": ("recall_multihop", "answer a why/how chain, with the path to each hit"),
+            "entities": ("list_entities", "named things memories mention"),
+            "merge_entities": ("merge_entities", "fold duplicate entities into one"),
+            "index_triples": ("index_triples", "extract entities and facts not done yet"),
+        },
+    ),
+    Group(
+        "docs",
+        "Project documents",
+        "The project's indexed documents (ADRs, runbooks, postmortems, READMEs, CI configs).",
+        {
+            "search": ("semantic_search", "sections that answer a question"),
+            "expand": ("expand_section", "one whole section, by path and section_key"),
+            "index": ("index_documents", "index changed documents"),
+        },
+    ),
+    Group(
+        "repo",
+        "Project files",
+        "Read-only access to the project's files (outside paths are refused).",
+        {
+            "list": ("repo_list", "a folder's files"),
+            "read": ("repo_read", "lines of a text file"),
+            "search": ("repo_search", "lines matching a string or regex"),
+        },
+    ),
+    Group(
+        "session",
+        "Sessions and review",
+        "Hand over a session's summary at its end; review the changes it proposed.",
+        {
+            "close": ("close_session", "plan (or apply) what a session's summary means"),
+            "review": ("review_session_changes", "the review queue"),
+            "resolve": ("resolve_review_item", "accept, reject or defer one item"),
+            "accept": ("accept_session_changes", "accept items, or a session's pending ones"),
+            "resolve_queue": ("resolve_review_queue", "resolve the items filters select"),
+        },
+    ),
+    Group(
+        "admin",
+        "Store internals",
+        "The graph under the memories, for questions the other tools cannot answer.",
+        {"cypher": ("cypher_query", "a read-only Cypher query (columns and rows)")},
+    ),
+)
+
+
+class GroupedTool(Tool):
+    """A tool whose `action` argument names the full tool that runs the call."""
+
+    actions: dict[str, Tool]
+
+    async def run(
+        self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False
+    ) -> Any:
+        action = arguments.get("action")
+        tool = self.actions.get(action) if isinstance(action, str) else None
+        if tool is None:
+            raise ToolError(
+                f"Error executing tool {self.name}: action must be one of "
+                f"{', '.join(self.actions)}, not {action!r}"
+            )
+        rest = {key: value for key, value in arguments.items() if key != "action"}
+        return await tool.run(rest, context, convert_result=convert_result)
+
+
+def listed(mode: ToolMode, tools: list[Tool]) -> list[Tool]:
+    """The tools `tools/list` shows in `mode`; `tools` holds the full ones, then the grouped."""
+    if mode == "full":
+        return [t for t in tools if not isinstance(t, GroupedTool)]
+    if mode == "grouped":
+        return [t for t in tools if isinstance(t, GroupedTool)]
+    return [t for t in tools if t.name in CORE]
+
+
+def grouped_tools(full: list[Tool]) -> list[Tool]:
+    """One GroupedTool per group over the full tools, which must each be in exactly one group."""
+    by_name = {tool.name: tool for tool in full}
+    grouped = [name for group in GROUPS for name, _ in group.actions.values()]
+    if sorted(grouped) != sorted(by_name):
+        raise ValueError(
+            f"tools in no group: {sorted(set(by_name) - set(grouped))}; "
+            f"groups naming no tool or one twice: {sorted(set(grouped) ^ set(by_name))}"
+        )
+    return [_grouped(group, by_name) for group in GROUPS]
+
+
+def _never(**_: Any) -> None:
+    raise AssertionError("a grouped tool runs its actions' tools, never this")
+
+
+def _grouped(group: Group, by_name: dict[str, Tool]) -> GroupedTool:
+    actions = {action: by_name[name] for action, (name, _) in group.actions.items()}
+    lines = "\n".join(f"- {action}: {line}" for action, (_, line) in group.actions.items())
+    description = (
+        f"{group.purpose}\n\nactions (arguments: the input schema's branch for the action; "
+        f'results are compact unless detail="full"):\n{lines}'
+    )
+    notes = [tool.annotations for tool in actions.values() if tool.annotations]
+    annotations = hints(
+        group.title,
+        writes=not all(note.read_only_hint for note in notes),
+        destructive=any(note.destructive_hint for note in notes),
+        idempotent=all(note.idempotent_hint for note in notes),
+    )
+    output = merged_outputs([tool.output_schema or {} for tool in actions.values()])
+    return GroupedTool(
+        fn=_never,
+        name=group.name,
+        title=group.title,
+        description=description,
+        parameters=input_schema({action: tool.parameters for action, tool in actions.items()}),
+        fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=output),
+        is_async=False,
+        context_kwarg=None,
+        annotations=annotations,
+        actions=actions,
+    )
+
+
+# -- schemas ---------------------------------------------------------------------------------------
+
+
+def _types(schema: dict[str, Any]) -> set[str] | None:
+    """The JSON types a property schema allows; None when it cannot tell (a $ref, say)."""
+    if "type" in schema:
+        kind = schema["type"]
+        return {kind} if isinstance(kind, str) else set(kind)
+    if "anyOf" in schema:
+        found: set[str] = set()
+        for part in schema["anyOf"]:
+            types = _types(part)
+            if types is None:
+                return None
+            found |= types
+        return found
+    return None
+
+
+def _add_defs(defs: dict[str, Any], extra: dict[str, Any]) -> None:
+    for name, schema in extra.items():
+        if defs.setdefault(name, schema) != schema:
+            raise ValueError(f"two tools define {name} differently: their schemas cannot merge")
+
+
+def input_schema(branches: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`action` plus, per action, its tool's argument schema under `if action == X then`."""
+    defs: dict[str, Any] = {}
+    names: dict[str, list[set[str] | None]] = {}
+    chain: dict[str, Any] = {}
+    for action, schema in reversed(branches.items()):
+        _add_defs(defs, schema.get("$defs", {}))
+        own = schema.get("properties", {})
+        for name, prop in own.items():
+            names.setdefault(name, []).append(_types(prop))
+        branch = {
+            "type": "object",
+            "properties": {"action": {"const": action}, **own},
+            "additionalProperties": False,
+            **({"required": schema["required"]} if schema.get("required") else {}),
+        }
+        chain = {
+            "if": {"properties": {"action": {"const": action}}},
+            "then": branch,
+            **({"else": chain} if chain else {}),
+        }
+    loose: dict[str, Any] = {"action": {"type": "string", "enum": list(branches)}}
+    for name, found in sorted(names.items()):
+        union = sorted({kind for types in found if types for kind in types})
+        if None in found or not union:  # a type it cannot tell: any value, the branch decides
+            loose[name] = {}
+        elif len(union) == 1:
+            loose[name] = {"type": union[0]}
+        else:  # anyOf, not a type list: some clients (Gemini's) refuse type lists in arguments
+            loose[name] = {"anyOf": [{"type": kind} for kind in union]}
+    root = {
+        "type": "object",
+        "properties": loose,
+        "required": ["action"],
+        "additionalProperties": False,
+        **_shared(chain, defs),
+    }
+    return {**root, "$defs": defs} if defs else root
+
+
+def _shared(chain: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """`chain` with each argument schema that several actions share (tags, context, detail...)
+    written once in `defs` and referred to: the same schema, in fewer bytes."""
+    seen: dict[str, int] = {}
+    for branch in _branches(chain):
+        for prop in branch["properties"].values():
+            key = json.dumps(prop, sort_keys=True)
+            seen[key] = seen.get(key, 0) + 1
+    refs: dict[str, str] = {}
+    for branch in _branches(chain):
+        props = branch["properties"]
+        for name, prop in props.items():
+            key = json.dumps(prop, sort_keys=True)
+            if seen[key] < 2 or len(key) < 40:
+                continue
+            if key not in refs:
+                ref = name
+                while ref in defs:
+                    ref += "_"
+                defs[ref] = prop
+                refs[key] = ref
+            props[name] = {"$ref": f"#/$defs/{refs[key]}"}
+    return chain
+
+
+def _branches(chain: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    while chain:
+        found.append(chain["then"])
+        chain = chain.get("else", {})
+    return found
+
+
+def merged_outputs(schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    """One output schema that any of `schemas` satisfies: `anyOf` over them, `$defs` merged.
+
+    A schema whose root is a model is moved into `$defs` under its title, so a model several
+    actions return (Memory) is written once."""
+    defs: dict[str, Any] = {}
+    branches: list[dict[str, Any]] = []
+    for schema in schemas:
+        rest = {key: value for key, value in schema.items() if key != "$defs"}
+        _add_defs(defs, schema.get("$defs", {}))
+        if "anyOf" in rest and "properties" not in rest:
+            parts = rest["anyOf"]
+        else:
+            _add_defs(defs, {rest["title"]: rest})
+            parts = [{"$ref": f"#/$defs/{rest['title']}"}]
+        branches += [part for part in parts if part not in branches]
+    return {"type": "object", "anyOf": branches, "$defs": defs}
