@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from graphmem.process import pid_alive
+
 OWNER_FILE = "owner.json"  # graphmem.daemon.paths
 START_LOCK = "owner.lock"  # graphmem.daemon.client: serialises owner start-ups
 OWNER_LOG = "owner.log"
@@ -36,21 +38,6 @@ class OwnerFailed(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether the process runs; a zombie does not (graphmem.process.pid_alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
 
 
 def owner_socket(home: Path) -> str | None:
