@@ -49,6 +49,13 @@ class Settings(BaseModel):
         description="an exact duplicate stored by the same client session within this many "
         "seconds is not stored again; 0 = never skip",
     )
+    checkpoint_min_cosine: float = Field(
+        default=0.95,
+        ge=0.0,
+        le=1.01,
+        description="a session checkpoint this close to the session's last one is not stored "
+        "(above 1: only the same text counts)",
+    )
     docs_include: list[str] = Field(
         default_factory=lambda: list(DOCS_INCLUDE),
         description="gitignore-style globs of the files `graphmem index` reads by default",
@@ -125,6 +132,7 @@ ENV_KEYS: dict[str, str] = {
     "EXTRACTOR_TIMEOUT": "extractor_timeout",
     "EXTRACT_ON_WRITE": "extract_on_write",
     "DUPLICATE_WINDOW_SECONDS": "duplicate_window_seconds",
+    "CHECKPOINT_MIN_COSINE": "checkpoint_min_cosine",
     "DOCS_INCLUDE": "docs_include",
     "DOCS_EXCLUDE": "docs_exclude",
     "DOCS_MAX_FILE_BYTES": "docs_max_file_bytes",

@@ -22,6 +22,7 @@ from graphmem.models import Memory, Model, StoredMemory
 
 if TYPE_CHECKING:
     from graphmem.embeddings.base import Embedder
+    from graphmem.settings import Settings
     from graphmem.storage.store import KuzuStore
 
 # a private block; one left open hides everything after it (a cut-off paste must not leak)
@@ -82,10 +83,11 @@ def clean_capture(text: str) -> tuple[str, int]:
 class CheckpointOps:
     """`checkpoint`: store a session's recent conversation unless it repeats the last one."""
 
-    checkpoint_dedup = DedupPolicy()  # set on an instance to change the thresholds
+    checkpoint_dedup: DedupPolicy | None = None  # None: the settings' thresholds
 
     if TYPE_CHECKING:
         store: KuzuStore
+        settings: Settings
 
         @property
         def embedder(self) -> Embedder: ...
@@ -109,7 +111,9 @@ class CheckpointOps:
             return CheckpointResult(stored=False, reason="empty", redacted=redacted)
         last = self.last_checkpoint(session_id) if session_id else None
         if last is not None:
-            policy = self.checkpoint_dedup
+            policy = self.checkpoint_dedup or DedupPolicy(
+                min_cosine=self.settings.checkpoint_min_cosine
+            )
             if policy.same_text and normalised(last.content) == normalised(kept):
                 return CheckpointResult(
                     stored=False, memory_id=last.id, reason="same_text", similarity=1.0,

@@ -9,7 +9,6 @@ change from being proposed again.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from graphmem.documents.redact import redact
 from graphmem.errors import GraphmemError, InvalidInput, check_limit
 from graphmem.ids import new_id
 from graphmem.models import utcnow
+from graphmem.sessions.checkpoint import strip_private
 from graphmem.sessions.models import (
     SESSION_MODES,
     PlannedAction,
@@ -35,13 +35,12 @@ if TYPE_CHECKING:
     from graphmem.storage.store import KuzuStore
 
 NEIGHBOURS = 5
-_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 _RESOLUTIONS = {"accept": "accepted", "reject": "rejected", "defer": "deferred"}
 
 
 def clean(text: str) -> str:
     """Text as it may be stored: `<private>` parts gone, secrets redacted."""
-    return redact(_PRIVATE.sub("", text))[0].strip()
+    return redact(strip_private(text))[0].strip()
 
 
 def fingerprint(action: str, target: str | None, statement: str) -> str:
