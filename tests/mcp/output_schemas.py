@@ -3,12 +3,15 @@ people run do (the TypeScript SDK client rejects a result that does not match)."
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from mcp import Client
 
-_SCHEMAS: dict[int, dict[str, dict[str, Any]]] = {}
+# id(client) -> (the client, weakly, and its tools' schemas): an id is reused by a later client
+# once this one is gone, so the entry counts only while it still names the same client
+_SCHEMAS: dict[int, tuple[weakref.ref[Client], dict[str, dict[str, Any]]]] = {}
 
 
 def format_checking(schema: dict[str, Any]) -> Draft202012Validator:
@@ -22,10 +25,14 @@ def format_checking(schema: dict[str, Any]) -> Draft202012Validator:
 
 
 async def output_schema(client: Client, tool: str) -> dict[str, Any]:
-    if id(client) not in _SCHEMAS:
+    known = _SCHEMAS.get(id(client))
+    if known is None or known[0]() is not client:
         listed = await client.list_tools()
-        _SCHEMAS[id(client)] = {t.name: t.output_schema or {} for t in listed.tools}
-    schemas = _SCHEMAS[id(client)]
+        known = _SCHEMAS[id(client)] = (
+            weakref.ref(client),
+            {t.name: t.output_schema or {} for t in listed.tools},
+        )
+    schemas = known[1]
     assert tool in schemas, f"no tool named {tool}"
     return schemas[tool]
 
