@@ -5,15 +5,16 @@ learnt the full names never breaks (the SDK serves any registered tool; a mode o
 list).
 
 A grouped call runs the full tool itself (same arguments, same function, same result), so there is
-no second implementation. Its schemas are the full tools' own:
+no second implementation. Its input schema holds each action to its tool's own arguments (see
+`input_schema`): an object with `action`, every argument once at the root, and per action
+`if action is X then <the arguments X takes>` chained through `else`. Not a top-level `oneOf`: the
+Anthropic API refuses a tool whose input schema has `oneOf`/`anyOf`/`allOf` at the root, and Claude
+clients pass MCP schemas through.
 
-- input: an object with `action` and, for each action, `if action is X then <X's argument
-  schema>` chained through `else`. Not a top-level `oneOf`: the Anthropic API refuses a tool whose
-  input schema has `oneOf`/`anyOf`/`allOf` at the root, and Claude clients pass MCP schemas through.
-  The root also lists every argument name with its JSON type, for clients that read only
-  `properties`;
-- output: `{"type": "object", "anyOf": [...]}` over the full tools' output schemas, their `$defs`
-  merged (an object root, as the MCP SDKs require of output schemas).
+A grouped tool declares no output schema. Its results are its actions' tools' own structured
+content, whose schemas full mode lists; one schema for every result of twenty actions would be an
+`anyOf` weighing more than all the grouped tools' inputs together, in a mode whose point is to
+weigh little.
 """
 
 from __future__ import annotations
@@ -205,14 +206,13 @@ def _grouped(group: Group, by_name: dict[str, Tool]) -> GroupedTool:
         destructive=any(note.destructive_hint for note in notes),
         idempotent=all(note.idempotent_hint for note in notes),
     )
-    output = merged_outputs([tool.output_schema or {} for tool in actions.values()])
     return GroupedTool(
         fn=_never,
         name=group.name,
         title=group.title,
         description=description,
         parameters=input_schema({action: tool.parameters for action, tool in actions.items()}),
-        fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=output),
+        fn_metadata=FuncMetadata(arg_model=ArgModelBase),
         is_async=False,
         context_kwarg=None,
         annotations=annotations,
@@ -245,19 +245,37 @@ def _add_defs(defs: dict[str, Any], extra: dict[str, Any]) -> None:
             raise ValueError(f"two tools define {name} differently: their schemas cannot merge")
 
 
+# Keywords that describe a value and never reject one.
+_NOTES = ("title", "description", "default", "examples")
+
+
 def input_schema(branches: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """`action` plus, per action, its tool's argument schema under `if action == X then`."""
+    """`action`, every argument once at the root, and per action `if action == X then` the names
+    it takes and the ones it requires.
+
+    An argument that every action taking it checks the same way (`context`, `tags`, `limit`...)
+    has its whole schema at the root, written once however many actions share it; a branch names
+    it with `{}`, or with just the description or default it gives it differently. An argument
+    that actions check differently gets its JSON types at the root and its exact schema in each
+    branch. So each action is held to exactly its tool's arguments, in about the bytes the
+    arguments take once."""
     defs: dict[str, Any] = {}
-    names: dict[str, list[set[str] | None]] = {}
+    uses: dict[str, list[dict[str, Any]]] = {}
+    for schema in branches.values():
+        _add_defs(defs, schema.get("$defs", {}))
+        for name, prop in schema.get("properties", {}).items():
+            uses.setdefault(name, []).append(prop)
+    if "action" in uses:
+        raise ValueError("a tool with an `action` argument cannot be a grouped tool's action")
+    shared = {name: _common(props) for name, props in sorted(uses.items())}
     chain: dict[str, Any] = {}
     for action, schema in reversed(branches.items()):
-        _add_defs(defs, schema.get("$defs", {}))
         own = schema.get("properties", {})
-        for name, prop in own.items():
-            names.setdefault(name, []).append(_types(prop))
         branch = {
-            "type": "object",
-            "properties": {"action": {"const": action}, **own},
+            "properties": {
+                "action": {},
+                **{name: _difference(prop, shared[name]) for name, prop in own.items()},
+            },
             "additionalProperties": False,
             **({"required": schema["required"]} if schema.get("required") else {}),
         }
@@ -266,72 +284,42 @@ def input_schema(branches: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "then": branch,
             **({"else": chain} if chain else {}),
         }
-    loose: dict[str, Any] = {"action": {"type": "string", "enum": list(branches)}}
-    for name, found in sorted(names.items()):
-        union = sorted({kind for types in found if types for kind in types})
-        if None in found or not union:  # a type it cannot tell: any value, the branch decides
-            loose[name] = {}
-        elif len(union) == 1:
-            loose[name] = {"type": union[0]}
-        else:  # anyOf, not a type list: some clients (Gemini's) refuse type lists in arguments
-            loose[name] = {"anyOf": [{"type": kind} for kind in union]}
     root = {
         "type": "object",
-        "properties": loose,
+        "properties": {"action": {"type": "string", "enum": list(branches)}, **shared},
         "required": ["action"],
         "additionalProperties": False,
-        **_shared(chain, defs),
+        **chain,
     }
     return {**root, "$defs": defs} if defs else root
 
 
-def _shared(chain: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    """`chain` with each argument schema that several actions share (tags, context, detail...)
-    written once in `defs` and referred to: the same schema, in fewer bytes."""
-    seen: dict[str, int] = {}
-    for branch in _branches(chain):
-        for prop in branch["properties"].values():
-            key = json.dumps(prop, sort_keys=True)
-            seen[key] = seen.get(key, 0) + 1
-    refs: dict[str, str] = {}
-    for branch in _branches(chain):
-        props = branch["properties"]
-        for name, prop in props.items():
-            key = json.dumps(prop, sort_keys=True)
-            if seen[key] < 2 or len(key) < 40:
-                continue
-            if key not in refs:
-                ref = name
-                while ref in defs:
-                    ref += "_"
-                defs[ref] = prop
-                refs[key] = ref
-            props[name] = {"$ref": f"#/$defs/{refs[key]}"}
-    return chain
+def _checks(prop: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in prop.items() if k not in _NOTES}, sort_keys=True)
 
 
-def _branches(chain: dict[str, Any]) -> list[dict[str, Any]]:
-    found = []
-    while chain:
-        found.append(chain["then"])
-        chain = chain.get("else", {})
-    return found
+def _common(props: list[dict[str, Any]]) -> dict[str, Any]:
+    """The root schema of an argument the actions in `props` take."""
+    counts: dict[str, int] = {}
+    for prop in props:
+        key = json.dumps(prop, sort_keys=True)
+        counts[key] = counts.get(key, 0) + 1
+    commonest: dict[str, Any] = json.loads(max(counts, key=lambda key: counts[key]))
+    if len({_checks(prop) for prop in props}) == 1:
+        return commonest
+    found = [_types(prop) for prop in props]
+    union = sorted({kind for types in found if types for kind in types})
+    if None in found or not union:  # a type it cannot tell: any value, the branch decides
+        return {}
+    if len(union) == 1:
+        return {"type": union[0]}
+    # anyOf, not a type list: some clients (Gemini's) refuse type lists in arguments
+    return {"anyOf": [{"type": kind} for kind in union]}
 
 
-def merged_outputs(schemas: list[dict[str, Any]]) -> dict[str, Any]:
-    """One output schema that any of `schemas` satisfies: `anyOf` over them, `$defs` merged.
-
-    A schema whose root is a model is moved into `$defs` under its title, so a model several
-    actions return (Memory) is written once."""
-    defs: dict[str, Any] = {}
-    branches: list[dict[str, Any]] = []
-    for schema in schemas:
-        rest = {key: value for key, value in schema.items() if key != "$defs"}
-        _add_defs(defs, schema.get("$defs", {}))
-        if "anyOf" in rest and "properties" not in rest:
-            parts = rest["anyOf"]
-        else:
-            _add_defs(defs, {rest["title"]: rest})
-            parts = [{"$ref": f"#/$defs/{rest['title']}"}]
-        branches += [part for part in parts if part not in branches]
-    return {"type": "object", "anyOf": branches, "$defs": defs}
+def _difference(prop: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """What a branch adds to the root schema of one of its arguments: nothing, the annotations
+    it words differently, or (when it checks differently) its whole schema."""
+    if _checks(prop) != _checks(root):
+        return prop
+    return {key: prop[key] for key in _NOTES if key in prop and prop[key] != root.get(key)}

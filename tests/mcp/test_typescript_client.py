@@ -3,7 +3,8 @@ in ts_client/package.json and installed by `make setup`), the client of Claude C
 most agent hosts: it rejects any tool result whose structured content does not match the tool's
 output schema, formats included. The tour calls every tool, over stdio and over streamable HTTP
 with a bearer token, with the real local embedding model; over stdio also in grouped mode, every
-action of every grouped tool, with compact and with full results."""
+action of every grouped tool, with compact and with full results (grouped tools declare no output
+schema; the client's validator checks their input schemas instead)."""
 
 from __future__ import annotations
 
@@ -168,19 +169,22 @@ async def test_every_grouped_action_over_stdio_passes_the_typescript_clients_sch
 
 
 async def grouped_schemas_have_teeth(client: Driver, home: Path) -> None:
-    """The client's validator, given the memory tool's output schema, accepts a compact recall
-    and rejects one whose hit breaks CompactHit: the anyOf is checked, not waved through."""
+    """The client's own validator (Ajv), given the memory tool's input schema, holds each action
+    to its tool's arguments: the if/then chain is checked, not waved through."""
     with open_store(home, embedder=HashEmbedder()) as gm:
         listed = await build_server(gm, "grouped").list_tools()
-    schema = next(tool.output_schema for tool in listed if tool.name == "memory")
-    hit = {"id": "01M8", "kind": "note", "content": "c", "created": "2026-12-01", "score": 0.5}
-    broken = [{k: v for k, v in hit.items() if k != "id"}, {**hit, "created": "yesterday"},
-              {**hit, "kind": "gossip"}, {**hit, "tags": "not-a-list"}]  # fmt: skip
-    valid = [
-        (await client.send({"validate": schema, "value": {"query": "q", "hits": [h]}}))["valid"]
-        for h in [hit, *broken]
+    schema = next(tool.input_schema for tool in listed if tool.name == "memory")
+    calls = [
+        {"action": "store", "content": "x", "tags": ["a"]},
+        {"action": "recall", "query": "q", "limit": 3, "detail": "full"},
+        {"action": "store"},  # content is required for store
+        {"action": "store", "content": "x", "query": "q"},  # recall's argument
+        {"action": "store", "content": "x", "importance": 2},
+        {"action": "recall", "query": "q", "detail": "everything"},
+        {"action": "forget"},
     ]
-    assert valid == [True, False, False, False, False]
+    valid = [(await client.send({"validate": schema, "value": c}))["valid"] for c in calls]
+    assert valid == [True, True, False, False, False, False, False]
 
 
 def _free_port() -> int:
