@@ -6,10 +6,17 @@ the memory's own and its best passage's). Then:
 - a to-do stays in the session's summary only (`raw_only`);
 - an exact or near-exact restatement of a memory of the same kind is merged into it (nothing new
   stored; the session is linked to it);
+- a change ("instead of Y", "no longer uses Y") supersedes the memory that names Y, of whatever
+  kind: a decision retires the runbook that said otherwise;
+- a statement that calls something the standard way promotes the memory that says it;
+- a restatement in other words (every name and number of it, most of its words, in a close
+  memory of any kind) and a reaffirmation ("stays", "still", "as agreed") are merged into it;
 - a close one of the same kind and place (context, service) updates it, or supersedes it when the
-  statement says something changed ("instead", "no longer"), or promotes it to canonical when it
-  says the thing is the standard way;
+  statement says something changed, and an addition ("also") updates the memory it adds to;
 - anything else is new.
+
+Kinds are read by rules and are often wrong on other people's phrasing, so the relations that
+carry most weight (change, restatement, reaffirmation, addition) do not depend on them.
 
 Each action carries a confidence, a risk and a one-line rationale; the session's mode decides
 which risks may apply without review (`may_auto_apply`).
@@ -22,19 +29,24 @@ from dataclasses import dataclass
 from graphmem.models import Memory
 from graphmem.sessions.models import ActionKind, PlannedAction, Risk, SessionMode, StatementKind
 from graphmem.sessions.statements import (
+    ADDITION_WORDS,
     CANONICAL_WORDS,
     CHANGE_WORDS,
+    CONTINUATION_WORDS,
     MODE_KIND,
     NARRATIVE,
     SHORT_LINE_WORDS,
     identifiers,
     replaced_terms,
+    says_nothing_new,
 )
 
 SAME_TEXT = 0.95  # cosine of the same words, whatever kind either was given
 DUPLICATE = 0.90  # cosine of a restatement of the same thing, of the same kind
 RELATED = 0.80  # cosine of a statement about the same thing
 SHARED_TERMS = 0.5  # cosine above which naming the same identifier makes two about one thing
+REAFFIRMS = 0.6  # cosine above which "X still holds" is about a memory
+NAMES_REPLACED = 0.4  # cosine above which a change that names what a memory says is about it
 
 # what a statement becomes when it is stored: (memory kind, memory type, tags)
 STORED_AS: dict[StatementKind, tuple[str, str, list[str]]] = {
@@ -110,7 +122,9 @@ def plan_statement(
         "caveat",
         "runbook_step",
     )
-    replaced = _naming(same, replaced_terms(statement)) if changes else None
+    # what changed is what a memory of any kind said: "now X instead of Y" retires the runbook
+    # or the note that says Y, whatever kind the statement itself was given
+    replaced = _naming(live, replaced_terms(statement), floor=NAMES_REPLACED) if changes else None
     if replaced is not None:
         return _action(statement, kind, "supersede", replaced, replaced.cosine, "hard",
                        f"says that what {replaced.memory.id} says has changed")  # fmt: skip
@@ -120,8 +134,30 @@ def plan_statement(
         if standard is not None:
             return _action(statement, kind, "promote", standard, standard.cosine, "hard",
                            f"calls what {standard.memory.id} says the standard way")  # fmt: skip
+    adds = bool(ADDITION_WORDS.search(statement))
+    restated = next(
+        (n for n in sorted(live, key=lambda n: -n.cosine)
+         if n.cosine >= RELATED and says_nothing_new(statement, _text(n.memory))),
+        None,
+    )  # fmt: skip
+    if restated is not None and not changes:
+        return _action(statement, kind, "merge_into", restated, restated.cosine, "soft",
+                       f"says nothing {restated.memory.id} does not (cosine "
+                       f"{restated.cosine:.2f})")  # fmt: skip
+    if CONTINUATION_WORDS.search(statement) and not changes and not adds:  # "X stays Y"
+        kept = _naming(live, identifiers(statement), floor=SHARED_TERMS) or _above(
+            same_text, REAFFIRMS
+        )
+        if kept is not None:
+            return _action(statement, kind, "merge_into", kept, kept.cosine,
+                           "soft" if kept.cosine >= RELATED else "hard",
+                           f"says that what {kept.memory.id} says still holds")  # fmt: skip
     shared = _naming(same, identifiers(statement), floor=SHARED_TERMS)
     close = best if best is not None and best.cosine >= RELATED else shared
+    if close is None and adds:  # "X can also be done with Y"
+        close = _naming(live, identifiers(statement), floor=SHARED_TERMS) or _above(
+            same_text, SHARED_TERMS
+        )
     if close is not None and _same_place(close.memory, context, service):
         if changes:
             return _action(statement, kind, "supersede", close, close.cosine, "hard",
@@ -143,10 +179,17 @@ def _naming(
     found = [
         n
         for n in neighbours
-        if n.cosine >= floor
-        and any(t.lower() in f"{n.memory.title or ''} {n.memory.content}".lower() for t in terms)
+        if n.cosine >= floor and any(t.lower() in _text(n.memory).lower() for t in terms)
     ]
     return max(found, key=lambda n: n.cosine, default=None)
+
+
+def _above(neighbour: Neighbour | None, floor: float) -> Neighbour | None:
+    return neighbour if neighbour is not None and neighbour.cosine >= floor else None
+
+
+def _text(memory: Memory) -> str:
+    return f"{memory.title or ''} {memory.content}"
 
 
 def _same_place(memory: Memory, context: str | None, service: str | None) -> bool:

@@ -33,9 +33,22 @@ def statements(summary: str) -> list[str]:
 
 
 _TODO_START = re.compile(
-    r"^(?:todo\b|to-do\b|next(?: steps?)?:|need to\b|we still need to\b|still need to\b|"
-    r"open questions?\b|follow[- ]up:|later:|remaining:)",
+    r"^(?:todo\b|to-do\b|next(?: steps?)?:|open questions?\b|follow[- ]up:|later:|remaining:"
+    # what is left to do: "should also add", "need a review", "still have to", "have yet to"
+    r"|(?:we |i )?(?:still )?(?:should|need|needs|must still|have to|have yet to)\b(?! not\b)"
+    # an instruction to the team rather than a command of a runbook: "Write up the comparison"
+    r"|(?:write(?: up)?|document|file|ask|schedule|ping|draft|plan|book|email|follow up"
+    r"|figure out|decide|look into) (?:the|a|an|our|this|that|these|those|it|them|with|how"
+    r"|whether|why)\b)",
     re.IGNORECASE,
+)
+# a date a to-do is due by: "by Friday", "before the next release"
+_DUE = _words(
+    r"by (?:mon|tues|wednes|thurs|fri|satur|sun)day",
+    r"by (?:the )?end of (?:the )?(?:day|week)",
+    r"by eod",
+    r"before the next (?:release|deploy|sprint)",
+    r"needs? to be (?:written|done|reviewed|decided|fixed)",
 )
 _COMMAND_VERBS = (
     r"run|restart|redeploy|roll ?back|scale|drain|cordon|uncordon|rotate|flush|clear|reindex|"
@@ -45,6 +58,7 @@ _COMMAND_VERBS = (
 
 _KINDS: tuple[tuple[StatementKind, re.Pattern[str]], ...] = (
     ("todo", _TODO_START),
+    ("todo", _DUE),
     ("dead_end", _words(
         r"did(?:n't| not) work", r"does(?:n't| not) work", r"failed because", r"dead end",
         r"gave up on", r"abandoned", r"no luck", r"does(?:n't| not) help", r"did(?:n't| not) help",
@@ -151,7 +165,9 @@ CHANGE_WORDS = _words(
 )
 CANONICAL_WORDS = _words(
     r"canonical",
-    r"the (?:official|standard) way",
+    r"the (?:official|standard|accepted|recommended|supported) way",
+    r"the only (?:accepted|supported|approved|allowed) way",
+    r"(?:is|stays|remains|becomes|became) the (?:standard|default|norm|convention)",
     r"always (?:use|do|run)",
     r"source of truth",
     r"verified that",
@@ -159,25 +175,64 @@ CANONICAL_WORDS = _words(
 )
 
 
-_REPLACED = (
-    re.compile(r"\binstead of (`[^`]+`|[\w.@/-]+(?: [\w.@/-]+)?)", re.IGNORECASE),
-    re.compile(r"\breplaced (`[^`]+`|[\w.@/-]+(?: [\w.@/-]+){0,2}) with\b", re.IGNORECASE),
-    re.compile(
-        r"\bno longer (?:uses?|runs?|needs?|depends? on) (`[^`]+`|[\w.@/-]+)", re.IGNORECASE
-    ),
-    re.compile(
-        r"\b(?:moved|switched|migrated) (?:away )?from (`[^`]+`|[\w.@/-]+(?: [\w.@/-]+)?)",
-        re.IGNORECASE,
-    ),
+_REPLACED = re.compile(
+    r"\b(?:instead of|rather than|replac(?:ed|ing)|no longer (?:uses?|runs?|needs?|depends? on)"
+    r"|(?:moved|switched|migrated) (?:away )?from)\s+(.+)",
+    re.IGNORECASE,
 )
+_CLAUSE_END = re.compile(r"[;,()]|\.(?:\s|$)|\s(?:with|to|by)\s")
+_REPLACED_WORD = re.compile(r"`([^`\n]{2,60})`|([\w@/-]+(?:\.[\w@/-]+)*)")
+_PLAIN = frozenset(
+    re.findall(
+        r"\w+",
+        "the a an of on in at to by for from with and or its it this that those these each every "
+        "all any our we us was were is are be been being running using calling triggering doing "
+        "having manual manually old new previous one two",
+    )
+)
+# a statement that something stays as it was: a reaffirmation of what a memory says
+CONTINUATION_WORDS = _words(
+    r"still",
+    r"stays?",
+    r"remains?",
+    r"unchanged",
+    r"as (?:already )?(?:agreed|decided|before)",
+    r"(?:is|are) kept",
+    r"keeps?",
+    r"continues? to",
+)
+ADDITION_WORDS = _words(r"also", r"as well", r"in addition", r"addition to", r"besides")
 _IDENTIFIER = re.compile(
     r"`([^`\n]{2,60})`|\b([A-Za-z]+[A-Z][A-Za-z0-9]+|[a-z0-9]+(?:[-_.][a-z0-9]+)+)\b"
 )
+_NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
+_CONTENT_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 
 
 def replaced_terms(statement: str) -> list[str]:
-    """What a statement says was replaced: "instead of Snappy", "no longer uses marshmallow"."""
-    return [m.group(1).strip("`") for pattern in _REPLACED for m in pattern.finditer(statement)]
+    """What a statement says was replaced, as the names and words of the clause after "instead
+    of", "replaced", "no longer uses", "moved from"...: "instead of running `certbot renew` on each
+    edge node" gives certbot renew, edge, node."""
+    found: list[str] = []
+    for cue in _REPLACED.finditer(statement):
+        clause = _CLAUSE_END.split(cue.group(1), maxsplit=1)[0]
+        for match in _REPLACED_WORD.finditer(clause):
+            term = match.group(1) or match.group(2)
+            wanted = (match.group(1) or len(term) >= 3) and term.lower() not in _PLAIN
+            if wanted and term not in found:
+                found.append(term)
+    return found
+
+
+def says_nothing_new(statement: str, text: str) -> bool:
+    """Whether every name and number of `statement` is in `text`, and most of its words: a
+    restatement, however it is worded and whatever kind it was given."""
+    lowered = text.lower()
+    names = identifiers(statement) + _NUMBER.findall(statement)
+    if any(name.lower() not in lowered for name in names):
+        return False
+    words = [w for w in _CONTENT_WORD.findall(statement.lower()) if w not in _PLAIN]
+    return bool(words) and sum(w in lowered for w in words) >= 0.7 * len(words)
 
 
 def identifiers(statement: str) -> list[str]:
