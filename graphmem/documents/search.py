@@ -42,12 +42,12 @@ class DocRecipe:
     w_cosine: float = 1.0
     w_bm25: float = 0.5
     w_terms: float = 0.3  # share of the question's words in the chunk
-    w_heading: float = 0.3  # ... in the headings above it and the document's title
+    w_heading: float = 0.2  # ... in the headings above it and the document's title
     w_path: float = 0.1  # ... in its file path
     w_intent: float = 0.1  # the document is of a kind the question asks for (how-to: runbook)
     w_doc: float = 0.3  # a share of the document's best score (see `_lift`)
     w_role: float = 0.5  # its heading has the role the question asks for (documents.roles)
-    per_doc: int = 3  # sections of one document on a page
+    per_doc: int = 5  # sections of one document on a page
 
     @property
     def weights(self) -> dict[str, float]:
