@@ -53,7 +53,12 @@ class EmbeddingConfig(BaseModel):
     mode: Literal["any", "local-only"] = "any"
     timeout: float = Field(default=30.0, gt=0)
     retries: int = Field(default=3, ge=0, le=10)
-    batch_size: int = Field(default=64, ge=1, le=4096)
+    batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="texts per embedding call; None: the provider's own (local 8, servers 64)",
+    )
     cache_dir: Path | None = Field(
         default=None, description="where built models are kept; None builds them every load"
     )

@@ -33,7 +33,7 @@ def make_embedder(
             mode=config.mode,
         )
     if provider == "local":
-        from graphmem.embeddings.local import DIM, INT8_MODEL_NAME, MODEL_NAME, LocalEmbedder
+        from graphmem.embeddings.local import BATCH, DIM, INT8_MODEL_NAME, MODEL_NAME, LocalEmbedder
 
         model = config.resolved_model().lower()
         if model not in _LOCAL_ALIASES | _INT8_ALIASES:
@@ -45,7 +45,7 @@ def make_embedder(
         if config.dim not in (None, DIM):
             raise InvalidInput(f"{MODEL_NAME} has {DIM} dimensions", dim=config.dim)
         return LocalEmbedder(
-            batch_size=config.batch_size,
+            batch_size=config.batch_size or BATCH,
             int8=model in _INT8_ALIASES,
             cache_dir=config.cache_dir,
         )

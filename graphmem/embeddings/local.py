@@ -106,6 +106,13 @@ def load_int8(model_dir: Path, cache_dir: Path | None = None) -> Int8Encoder:
     return encoder
 
 
+# Texts a batch. Small batches are faster here, not slower (a batch's activations stay in
+# cache): on 2 cores the int8 engine embedded 1,200 document chunks (~490 characters) in 8.8 s
+# at 64 a batch, 6.0 s at 8, 5.5 s at 4, and their first 120 characters in 1.45 s at 64, 1.22 s
+# at 8, 1.28 s at 4; the numpy engine 600 chunks in 12.3 s at 64, 10.1 s at 8.
+BATCH = 8
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (384 dims) in numpy, the offline default provider; or its int8 engine."""
 
@@ -113,7 +120,7 @@ class LocalEmbedder:
         self,
         model_dir: str | Path | None = None,
         *,
-        batch_size: int = 64,
+        batch_size: int = BATCH,
         int8: bool = False,
         cache_dir: Path | None = None,
     ) -> None:

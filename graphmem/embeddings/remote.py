@@ -85,7 +85,7 @@ class RemoteEmbedder:
             dim=config.dim,
             timeout=config.timeout,
             retries=config.retries,
-            batch_size=config.batch_size,
+            batch_size=config.batch_size or 64,
             transport=transport,
             sleep=sleep,
         )

@@ -39,7 +39,7 @@ def test_the_defaults_are_local_any_mode_with_short_retries() -> None:
         "any",
         30.0,
         3,
-        64,
+        None,  # each provider's own: small batches for the local model, larger for servers
     )
 
 
