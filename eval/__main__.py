@@ -1,5 +1,5 @@
-"""`python -m eval locomo|longmemeval|beir|docs|all|bench|extract ...`: runs an evaluation and
-writes JSON results."""
+"""`python -m eval locomo|longmemeval|beir|docs|all|bench|extract|steward ...`: runs an
+evaluation and writes JSON results."""
 
 from __future__ import annotations
 
@@ -143,7 +143,33 @@ def main(argv: list[str] | None = None) -> int:
     hooks.add_argument("--memories", type=int, default=2_000, help="synthetic notes in the store")
     hooks.add_argument("--embedding", default="local", help=embedding.HELP)
     hooks.add_argument("--out", type=Path)
+    steward = sub.add_parser(
+        "steward", help="the steward on a messy store: P/R per finding family, wrong auto-applies"
+    )
+    steward.add_argument("--memories", type=int, default=10_000)
+    steward.add_argument(
+        "--rate", type=float, default=0.1, help="share of the store given a known problem"
+    )
+    steward.add_argument("--seed", type=int, default=0)
+    steward.add_argument("--bench", type=Path, default=Path("../shared/bench"))
+    steward.add_argument("--embedding", default="local", help=embedding.HELP)
+    steward.add_argument(
+        "--pollution",
+        action="store_true",
+        help="also LoCoMo dev R@10: clean, with 30%% restated turns, after the steward merged them",
+    )
+    steward.add_argument("--out", type=Path, help="default eval/results/steward_<N>.json")
     args = parser.parse_args(argv)
+
+    if args.command == "steward":
+        from eval.steward_run import results_name, run_steward
+
+        result = run_steward(
+            args.bench, args.memories, rate=args.rate, seed=args.seed, embedding=args.embedding,
+            pollution=args.pollution, progress=lambda msg: print(msg, file=sys.stderr),
+        )  # fmt: skip
+        _write(result, args.out or Path("eval/results") / results_name(args.memories))
+        return 0
 
     if args.command == "mcp-tools":
         from eval.bench_mcp import run_mcp_bench

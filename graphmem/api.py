@@ -42,6 +42,14 @@ from graphmem.models import (
 from graphmem.recall.config import RecallConfig
 from graphmem.sessions.models import ResolveReport, ReviewQueue, SessionPlan
 from graphmem.settings import Settings
+from graphmem.steward.models import (
+    Finding,
+    InboxPage,
+    StewardPolicy,
+    StewardRun,
+    StewardStatus,
+    UndoReport,
+)
 
 Progress = Callable[[int, int], None]
 Filters = MemoryFilter | Mapping[str, Any] | None
@@ -246,6 +254,40 @@ class SessionAPI(Protocol):
     ) -> ResolveReport: ...
 
 
+class StewardAPI(Protocol):
+    """Stewardship of the store: findings, the inbox, the policy, undo (graphmem/steward/ops.py)."""
+
+    def steward_run(
+        self,
+        scope: str = "all",
+        *,
+        dry_run: bool = True,
+        context: str | None = None,
+        service: str | None = None,
+        actor: str = "user",
+    ) -> StewardRun: ...
+
+    def steward_inbox(
+        self,
+        status: str | None = "pending",
+        kind: str | None = None,
+        limit: int = 50,
+        sort: str = "confidence",
+    ) -> InboxPage: ...
+
+    def steward_inbox_resolve(
+        self, item: str, action: str, note: str | None = None, *, actor: str = "user"
+    ) -> Finding: ...
+
+    def steward_policy(self, updates: dict[str, Any] | None = None) -> StewardPolicy: ...
+
+    def steward_status(self) -> StewardStatus: ...
+
+    def steward_report(self, run: str | None = None) -> StewardRun: ...
+
+    def steward_undo(self, run_or_action: str, *, actor: str = "user") -> UndoReport: ...
+
+
 class HookAPI(Protocol):
     """What `graphmem hook` asks the owner for (graphmem/agents/context.py): plain dicts, so a
     stdlib-only hook process can read them."""
@@ -263,7 +305,7 @@ class HookAPI(Protocol):
     ) -> dict[str, Any]: ...
 
 
-class MemoryAPI(KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, HookAPI, Protocol):
+class MemoryAPI(KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, StewardAPI, HookAPI, Protocol):
     settings: Settings
 
     @property

@@ -6,7 +6,6 @@ the storage layer, so transports never see Cypher and the store never sees unval
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -25,7 +24,6 @@ from graphmem.embeddings.base import Embedder
 from graphmem.embeddings.factory import make_embedder, warm
 from graphmem.errors import (
     EmbeddingError,
-    GraphmemError,
     InvalidInput,
     check_limit,
     validation_message,
@@ -57,7 +55,8 @@ from graphmem.models import (
     validate_filter,
     validated,
 )
-from graphmem.passages import owner, passage_ids, passages, passages_of
+from graphmem.passage_work import IMPORT_BATCH, PASSAGES_PENDING, PassageWork
+from graphmem.passages import passage_ids, passages, passages_of
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
 from graphmem.recall.query import embedding_text
@@ -65,24 +64,24 @@ from graphmem.recall.warnings import dead_end_warnings, missing_vector_warnings
 from graphmem.sessions.checkpoint import CheckpointOps
 from graphmem.sessions.ops import SessionOps
 from graphmem.settings import Settings, load_settings
+from graphmem.steward.ops import StewardOps
 from graphmem.storage.backup import take_backup
 from graphmem.storage.store import KuzuStore
 from graphmem.storage.vectors import PassageVectors, saved_space_names
+from graphmem.usage import UsageLog
 
 Progress = Callable[[int, int], None]
 log = logging.getLogger("graphmem")
 SUPPLIED_WEIGHT = 1 / 16  # of an imported line that brings its vector, against one to embed
-# _Meta key, "1" while an import's passages wait for the background worker; a start that finds
-# it set (an exit cut the work short) embeds every memory's missing passages
-PASSAGES_PENDING = "passages_pending"
-IMPORT_BATCH = 2048  # memories to embed per import transaction
 
 
 def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
     return validated(MemoryInput, item)
 
 
-class GraphMemory(KnowledgeOps, GraphOps, DocumentOps, SessionOps, CheckpointOps, HookOps):
+class GraphMemory(
+    PassageWork, KnowledgeOps, GraphOps, DocumentOps, SessionOps, CheckpointOps, HookOps, StewardOps
+):
     """A memory store: typed memories in a Kùzu graph, recalled by meaning and by exact words."""
 
     def __init__(
@@ -122,6 +121,7 @@ class GraphMemory(KnowledgeOps, GraphOps, DocumentOps, SessionOps, CheckpointOps
         )
         # an import leaves its passages to this worker when one may run (graphmem.passages)
         self._passage_jobs = Jobs("graphmem-passages") if extract_in_background else None
+        self._usage = UsageLog(self.store, background=extract_in_background)
         self._passages_failed = False
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -138,6 +138,7 @@ class GraphMemory(KnowledgeOps, GraphOps, DocumentOps, SessionOps, CheckpointOps
         return self.settings.home
 
     def close(self) -> None:
+        self._usage.close()
         self._extraction.stop()
         if self._passage_jobs is not None:
             self._passage_jobs.stop()
@@ -233,7 +234,9 @@ class GraphMemory(KnowledgeOps, GraphOps, DocumentOps, SessionOps, CheckpointOps
         return f"{memory.title}\n{memory.content}" if memory.title else memory.content
 
     def get(self, memory_id: str) -> Memory:
-        return self.store.get_memory(memory_id)
+        memory = self.store.get_memory(memory_id)
+        self._usage.note([memory_id], targeted=True)
+        return memory
 
     def update(self, memory_id: str, **changes: Any) -> Memory:
         """Change fields of a memory; a content or title change re-embeds it."""
@@ -334,6 +337,7 @@ class GraphMemory(KnowledgeOps, GraphOps, DocumentOps, SessionOps, CheckpointOps
             for hit in hits:
                 hit.superseded_by = successors.get(hit.memory.id)
         warnings += dead_end_warnings(self.store, hits, query_vector, space)
+        self._usage.note([h.memory.id for h in hits], targeted=bool(filters))
         return RecallResult(
             query=query,
             hits=hits,
@@ -472,76 +476,6 @@ class GraphMemory(KnowledgeOps, GraphOps, DocumentOps, SessionOps, CheckpointOps
             errors=errors,
             seconds=round(time.perf_counter() - started, 3),
         )
-
-    def _missing_passages(self, memory_ids: Iterable[str] | None = None) -> Sequence[str]:
-        """Those of the memories (every one, when None) that have a vector in the active space
-        but no passages there; a memory of one sentence is among them too."""
-        space = self.embedder.space
-        have = set(self.store.vector_ids(space))
-        wanted = have if memory_ids is None else have.intersection(memory_ids)
-        return sorted(wanted - self.store.passage_owners(space))
-
-    def _fill_passages(
-        self,
-        todo: Sequence[str],
-        *,
-        batch_size: int = 128,
-        on_progress: Progress | None = None,
-    ) -> int:
-        """Embed the passages of the memories (one transaction per batch); returns how many
-        got some. A worker's run stops between batches when the store closes: the rest are
-        found again at the next start."""
-        space = self.embedder.space
-        stopping = self._passage_jobs.stopping if self._passage_jobs is not None else None
-        given = 0
-        for start in range(0, len(todo), batch_size):
-            if stopping is not None and stopping.is_set():
-                break
-            ids = todo[start : start + batch_size]
-            memories = self.store.get_memories(ids)
-            found, pieces = passages_of(memories[i] for i in ids if i in memories)
-            if pieces:
-                vectors = self.embedder.embed(pieces)
-                with self.store.transaction():
-                    self.store.put_passages(space, found, vectors)
-                given += len({owner(i) for i in found})
-            if on_progress:
-                on_progress(start + len(ids), len(todo))
-        return given
-
-    def _passages_later(self, memory_ids: Sequence[str] | None) -> None:
-        """The worker's job: the memories' passages, or (None) every memory's, after a start
-        that found an import's passages unfinished."""
-        try:
-            # one transaction for an import's batch: each commit costs a checkpoint
-            self._fill_passages(self._missing_passages(memory_ids), batch_size=IMPORT_BATCH)
-        except Exception:  # the flag stays set: the next start embeds what is missing
-            self._passages_failed = True
-            log.exception("background passages failed")
-
-    def _passages_done(self) -> None:
-        """Clear the pending flag once no other passage work is queued; a failed or stopped
-        run leaves it set."""
-        jobs = self._passage_jobs
-        if jobs is None or jobs.stopping.is_set() or self._passages_failed or jobs.queued() > 1:
-            return
-        with contextlib.suppress(GraphmemError):
-            self.store.meta_set(PASSAGES_PENDING, "")
-
-    def schedule_pending_passages(self) -> bool:
-        """Queue the passages an import left unfinished (the owner does at start, beside
-        extraction's); True if there were any."""
-        jobs = self._passage_jobs
-        if jobs is None or not self.store.meta_get(PASSAGES_PENDING):
-            return False
-        jobs.submit(partial(self._passages_later, None))
-        jobs.submit(self._passages_done)
-        return True
-
-    def wait_for_passages(self, timeout: float | None = None) -> bool:
-        """Block until the passages an import left to the worker are embedded; False when
-        `timeout` ran out first."""
-        return self._passage_jobs.wait(timeout) if self._passage_jobs is not None else True
 
     def reembed(
         self, *, batch_size: int = 128, on_progress: Progress | None = None

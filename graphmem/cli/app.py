@@ -24,6 +24,7 @@ _GROUPS = {
     "canonical": ("knowledge", "canonical_app", "Canonical knowledge: promote, list, recall."),
     "repo": ("docs", "repo_app", "The project's files, read through the path guard."),
     "session": ("sessions", "session_app", "Close a session; review what it proposed."),
+    "steward": ("steward", "steward_app", "Tend the store: duplicates, conflicts, stale entries."),
 }
 # each module's top-level commands (tests/cli/test_app.py keeps this true)
 _BY_MODULE = {

@@ -33,6 +33,7 @@ from graphmem.daemon.protocol import (
 )
 from graphmem.errors import GraphmemError, InvalidInput
 from graphmem.service import GraphMemory
+from graphmem.steward.schedule import StewardSchedule
 
 if TYPE_CHECKING:
     from graphmem.documents.watcher import DocumentWatcher
@@ -95,6 +96,7 @@ class Owner:
         self.socket_path = socket_path_for(self.home)
         self._server: _OwnerSocketServer | None = None
         self._watch: DocumentWatcher | None = None
+        self._steward = StewardSchedule(gm, self.stopping)
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -168,6 +170,8 @@ class Owner:
         write_owner_record(self.home, info)
         self._install_signals()
         threading.Thread(target=self._watch_idle, name="graphmem-idle", daemon=True).start()
+        self.gm.steward_schedule = self._steward
+        self._steward.start()
         self.jobs.submit(self._warm_up)
         try:
             self._server.serve_forever(poll_interval=0.2)
@@ -236,8 +240,9 @@ class Owner:
                     and not self._connections
                     and time.monotonic() - self._last_request > timeout
                 )
-            # background work (extraction, an import's passages) counts as activity
+            # background work (extraction, an import's passages, a steward run) is activity
             idle = idle and self.gm.wait_for_extraction(0) and self.gm.wait_for_passages(0)
+            idle = idle and not self._steward.busy
             if timeout > 0 and idle:
                 log.info("idle for %.0fs, exiting", timeout)
                 self.stop()

@@ -17,17 +17,18 @@ from typing import Any
 from pydantic import BaseModel
 
 from graphmem import errors, models
-from graphmem.api import DocumentAPI, GraphAPI, HookAPI, KnowledgeAPI, SessionAPI
+from graphmem.api import DocumentAPI, GraphAPI, HookAPI, KnowledgeAPI, SessionAPI, StewardAPI
 from graphmem.documents import models as document_models
 from graphmem.graph import models as graph_models
 from graphmem.knowledge import models as knowledge_models
 from graphmem.recall.config import RecallConfig
 from graphmem.sessions import models as session_models
+from graphmem.steward import models as steward_models
 
 # What a client may call: the MemoryAPI methods, nothing private, nothing that closes the store.
 KNOWLEDGE_METHODS = tuple(
     name
-    for api in (KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, HookAPI)
+    for api in (KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, StewardAPI, HookAPI)
     for name, value in vars(api).items()
     if callable(value) and not name.startswith("_")
 )  # fmt: skip
@@ -41,7 +42,14 @@ METHODS = frozenset(
 
 _MODELS: dict[str, type[BaseModel]] = {
     name: value
-    for module in (models, knowledge_models, graph_models, document_models, session_models)
+    for module in (
+        models,
+        knowledge_models,
+        graph_models,
+        document_models,
+        session_models,
+        steward_models,
+    )
     for name, value in vars(module).items()
     if isinstance(value, type)
     and issubclass(value, BaseModel)

@@ -140,6 +140,21 @@ GROUPS = (
         },
     ),
     Group(
+        "steward",
+        "Memory stewardship",
+        "Tend the store: find duplicates, conflicts, stale entries, canonical candidates and "
+        "orphans; work the inbox of what was found; undo what the steward did.",
+        {
+            "run": ("steward_run", "look for what needs tending; dry_run=false files and applies"),
+            "inbox": ("steward_inbox", "findings, most confident first"),
+            "resolve": ("steward_inbox_resolve", "apply or dismiss one finding"),
+            "policy": ("steward_policy", "what applies on its own, thresholds; updates changes"),
+            "status": ("steward_status", "last run, pending findings by kind"),
+            "report": ("steward_report", "one run's findings (the newest by default)"),
+            "undo": ("steward_undo", "put back a run or one action"),
+        },
+    ),
+    Group(
         "admin",
         "Store internals",
         "The graph under the memories, for questions the other tools cannot answer.",

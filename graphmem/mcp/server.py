@@ -1,10 +1,11 @@
 """The graphmem MCP server: every tool over one GraphMemory, listed according to the tool mode.
 
 Tools: the memory tools (memory_tools.py), knowledge (knowledge_tools.py), entity graph
-(graph_tools.py), documents and files (document_tools.py), and the grouped tools over them all
-(grouped.py). Each full tool calls exactly one GraphMemory method; a grouped one calls a full one.
-The mode (`mcp_tools` setting, `graphmem serve --tools`) only decides what `tools/list` shows:
-every tool can be called by its name in every mode.
+(graph_tools.py), documents and files (document_tools.py), sessions (session_tools.py), the
+steward (steward_tools.py), and the grouped tools over them all (grouped.py). Each full tool calls
+exactly one GraphMemory method; a grouped one calls a full one. The mode (`mcp_tools` setting,
+`graphmem serve --tools`) only decides what `tools/list` shows: every tool can be called by its
+name in every mode.
 
 Errors: a GraphmemError raised by GraphMemory becomes an MCP `ToolError` in `tooling.guard` (one
 place), so the client sees `isError: true` with the error's code and message. Argument-schema
@@ -31,6 +32,7 @@ from graphmem.mcp.grouped import ToolMode, grouped_tools, listed
 from graphmem.mcp.knowledge_tools import knowledge_tools
 from graphmem.mcp.memory_tools import Deleted, memory_tools
 from graphmem.mcp.session_tools import session_tools
+from graphmem.mcp.steward_tools import steward_tools
 from graphmem.mcp.tooling import error_text
 
 if TYPE_CHECKING:
@@ -77,6 +79,8 @@ longer true, mark_outdated it (with superseded_by when a newer memory replaces i
 deleting it. Recall warns about related dead ends and points at successors (superseded_by).
 - At the end of a session, hand its summary to close_session (one statement per bullet); what it \
 does not apply waits in review_session_changes.
+- When recall turns up copies or contradictions, steward_run finds them all (duplicates, \
+conflicts, stale entries); steward_inbox lists what it did not apply on its own.
 """
     + _TYPES,
     "grouped": _ABOUT
@@ -92,6 +96,8 @@ longer true, knowledge mark_outdated it (superseded_by: its successor) instead o
 across memories, admin runs read-only Cypher.
 - At the end of a session, hand its summary to session with action close; what it does not apply \
 waits in its review queue (session: review).
+- When recall turns up copies or contradictions, steward with action run finds them all \
+(duplicates, conflicts, stale entries); its inbox lists what it did not apply on its own.
 """
     + _TYPES,
     "core": _ABOUT
@@ -143,6 +149,7 @@ def build_server(gm: GraphMemory, mode: ToolMode | None = None) -> MCPServer[Any
         + graph_tools(gm, lock)
         + document_tools(gm, lock)
         + session_tools(gm, lock)
+        + steward_tools(gm, lock)
     )
     tools = full + grouped_tools(full)
     return GraphmemServer(

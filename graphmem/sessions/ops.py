@@ -28,10 +28,12 @@ from graphmem.sessions.models import (
 )
 from graphmem.sessions.planner import STORED_AS, Neighbour, may_auto_apply, plan_statement
 from graphmem.sessions.statements import infer_mode, statement_kind, statements
+from graphmem.usage import unnoticed
 
 if TYPE_CHECKING:
     from graphmem.models import Memory, RecallResult, StoredMemory
     from graphmem.settings import Settings
+    from graphmem.steward.schedule import StewardSchedule
     from graphmem.storage.store import KuzuStore
 
 NEIGHBOURS = 5
@@ -52,6 +54,7 @@ class SessionOps:
     if TYPE_CHECKING:
         store: KuzuStore
         settings: Settings
+        steward_schedule: StewardSchedule | None
 
         def remember(self, content: str, **fields: Any) -> StoredMemory: ...
         def get(self, memory_id: str) -> Memory: ...
@@ -130,10 +133,13 @@ class SessionOps:
                         session, _item_fields(action, prints[id(action)], context, service)
                     )
             self.store.link_to_session(session, [m for m in linked if m])
+        if self.steward_schedule is not None:  # in the owner: tend what the session stored
+            self.steward_schedule.session_closed()
         return plan
 
     def _neighbours(self, statement: str) -> list[Neighbour]:
-        found = self.recall(statement, limit=NEIGHBOURS, explain=True).hits
+        with unnoticed():  # comparing a statement with the store is not a use of what it finds
+            found = self.recall(statement, limit=NEIGHBOURS, explain=True).hits
         out = []
         for hit in found:
             parts = hit.explain or {}

@@ -164,6 +164,12 @@ class EntityRepository(KnowledgeRepository):
                 {"rows": [{"norm": n, "entity": e} for n, e in aliases.items()]},
             )
 
+    def delete_memory(self, memory_id: str) -> None:
+        """The memory, and with it the facts only it stated (its mentions go with the node)."""
+        with self.transaction():
+            self._forget_extraction([memory_id])
+            super().delete_memory(memory_id)
+
     def _forget_extraction(self, memory_ids: list[str]) -> None:
         """Drop the memories' mentions and provenance, then facts no memory supports any more."""
         self.execute(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from graphmem.storage.sessions import SessionRepository
+from graphmem.storage.steward import StewardRepository
 
 
-class KuzuStore(SessionRepository):
-    """Connection, migrations, vectors, memories, knowledge links, entities, documents and
-    sessions of one data dir."""
+class KuzuStore(StewardRepository):
+    """Connection, migrations, vectors, memories, knowledge links, entities, documents,
+    sessions and the steward's records of one data dir."""

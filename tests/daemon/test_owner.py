@@ -17,14 +17,17 @@ from typing import Any
 
 import pytest
 
+from graphmem.api import DocumentAPI, GraphAPI, HookAPI, KnowledgeAPI, SessionAPI, StewardAPI
 from graphmem.daemon.client import RemoteMemory, connect, start_owner, stop_owner
 from graphmem.daemon.owner import Owner
 from graphmem.daemon.paths import live_owner, owner_file
+from graphmem.daemon.protocol import METHODS
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound, StoreLocked
 from graphmem.process import pid_alive
 from graphmem.service import PASSAGES_PENDING, GraphMemory
 from graphmem.settings import load_settings
+from graphmem.steward.models import Finding, StewardPolicy, StewardRun, StewardStatus, UndoReport
 from graphmem.storage import connection
 
 
@@ -90,6 +93,41 @@ def test_errors_keep_their_type_across_the_socket(owner: Owner) -> None:
         with pytest.raises(InvalidInput, match="importance"):
             remote.remember("x", importance=7)
         assert remote.stats().total == 0
+
+
+def test_the_steward_round_trips_through_the_owner(owner: Owner) -> None:
+    """Its models cross the socket as themselves, and `updates` (a dict) arrives whole."""
+    with client(owner) as remote:
+        kept = remote.remember("Deploys go through ArgoCD.").id
+        copy = remote.remember("deploys go through argocd").id
+        policy = remote.steward_policy({"auto_apply": [], "stale_days": 90})
+        assert isinstance(policy, StewardPolicy) and policy.stale_days == 90
+        run = remote.steward_run("duplicates", dry_run=False, actor="test")
+        assert isinstance(run, StewardRun) and run.started_at.tzinfo is not None
+        (finding,) = remote.steward_inbox(kind="exact_duplicate").items
+        assert isinstance(finding, Finding) and finding.targets == [kept, copy]
+        applied = remote.steward_inbox_resolve(finding.id, "apply", "same", actor="test")
+        assert applied.status == "applied" and remote.get(copy).lifecycle == "archived"
+        assert isinstance(remote.steward_status(), StewardStatus)
+        assert remote.steward_report(run.id).id == run.id
+        undone = remote.steward_undo(run.id, actor="test")
+        assert isinstance(undone, UndoReport) and undone.findings == [finding.id]
+        assert remote.get(copy).lifecycle == "active"
+        with pytest.raises(NotFound):
+            remote.steward_report("no-such-run")
+        with pytest.raises(InvalidInput, match="unknown policy fields"):
+            remote.steward_policy({"stale": 1})
+
+
+def test_every_api_method_is_served_by_the_owner_and_forwarded_by_the_client() -> None:
+    names = {
+        name
+        for api in (KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, StewardAPI, HookAPI)
+        for name, value in vars(api).items()
+        if callable(value) and not name.startswith("_")
+    }
+    assert names <= METHODS
+    assert all(callable(getattr(RemoteMemory, name, None)) for name in names)
 
 
 def test_the_owner_extracts_entities_in_the_background_and_serves_the_graph(

@@ -30,7 +30,8 @@ ALL_TOOLS = frozenset(
         "merge_entities", "index_triples", "index_documents", "semantic_search",
         "expand_section", "repo_list", "repo_read", "repo_search", "close_session",
         "review_session_changes", "resolve_review_item", "accept_session_changes",
-        "resolve_review_queue",
+        "resolve_review_queue", "steward_run", "steward_inbox", "steward_inbox_resolve",
+        "steward_policy", "steward_status", "steward_report", "steward_undo",
     }
 )  # fmt: skip
 DETAIL_TOOLS = frozenset(
@@ -368,6 +369,54 @@ async def run_tour(call: Caller, detail: Detail = "compact") -> Tour:
         "resolve_review_queue", resolution="defer", session="tour-session", change="raw_only",
         risk="auto", note="later", dry_run=False,
     )  # fmt: skip
+
+    # -- the steward: the policy, a dry run, a run that files, the inbox, undo ------------------
+    # (an owner process may run the steward on its own schedule meanwhile: nothing applies on
+    # its own and the findings are read from the inbox, so the tour holds either way)
+    await ok("steward_status")
+    await ok("steward_policy")
+    policy = await ok(
+        "steward_policy", updates={"auto_apply": [], "stale_days": 90, "schedule_hours": 0}
+    )
+    assert policy["auto_apply"] == [] and policy["stale_days"] == 90
+    await refused("steward_policy", updates={"stale_days": 0})
+    await refused("steward_policy", updates={"no_such_field": 1})
+    await refused("steward_policy", updates={"near_duplicate_cosine": 0.6})  # under duplicates'
+    copies = [
+        await ok("store_memory", content="Billing exports run nightly at 02:00 UTC.",
+                 context="payments"),
+        await ok("store_memory", content="billing exports run nightly at 02:00 UTC",
+                 context="payments"),
+        await ok("store_memory", content="The staging VPN needs the ops certificate."),
+        await ok("store_memory", content="the staging VPN needs the ops certificate"),
+    ]  # fmt: skip
+    ours = {copy["id"] for copy in copies}
+    dry = await ok("steward_run")
+    assert dry["dry_run"] and dry["found"]["exact_duplicate"] >= 2
+    await ok("steward_run", scope="stale", context="payments", service="billing-api")
+    await refused("steward_run", scope="everything")
+    await ok("steward_run", scope="duplicates", dry_run=False)
+    await ok("steward_inbox")
+    page = await ok("steward_inbox", kind="exact_duplicate", limit=100, sort="newest")
+    exact = [f for f in page["items"] if set(f["targets"]) <= ours]
+    assert len(exact) == 2, page["items"]
+    await ok("steward_inbox", status=None, kind="exact_duplicate", limit=5, sort="oldest")
+    await refused("steward_inbox", kind="everything")
+    await refused("steward_inbox", limit=0)
+    applied = await ok("steward_inbox_resolve", id=exact[0]["id"], resolution="apply")
+    assert applied["status"] == "applied" and applied["resolved_at"]
+    await ok("steward_inbox_resolve", id=exact[1]["id"], resolution="dismiss", note="both kept")
+    await refused("steward_inbox_resolve", id=exact[0]["id"], resolution="dismiss")
+    await refused("steward_inbox_resolve", id="no-such-finding", resolution="apply")
+    await ok("steward_report")
+    await ok("steward_report", run=applied["run"])
+    await refused("steward_report", run="no-such-run")
+    await ok("steward_status")
+    undone = await ok("steward_undo", id=applied["run"])
+    assert undone["findings"] == [applied["id"]] and set(undone["memories"]) <= ours
+    again = await ok("steward_undo", id=applied["run"])
+    assert again["undone"] == [] and again["skipped"]
+    await refused("steward_undo", id="no-such-run")
 
     gone = await ok("store_memory", content="a scratch note to delete", type="working")
     await ok("delete_memory", id=gone["id"])

@@ -1,0 +1,555 @@
+"""GraphMemory's steward: find duplicates, conflicts, stale entries, canonical candidates and
+orphans (graphmem.steward.detect), file them in an inbox, apply what the policy allows, and undo.
+
+- A finding is filed once: one already pending, or resolved, is filed again only when its
+  evidence changed (its fingerprint is its scope and targets, its evidence hashed beside it).
+- Every change a finding makes writes an Audit row with the run, the state of what it changed
+  before, and the edges it made, so `steward_undo` puts a run or one action back exactly.
+- Nothing is deleted: a merge archives the copy under MERGED_INTO, retiring keeps the node, and a
+  pruned entity is kept whole in its audit row.
+- An action that fails leaves its finding pending, with the error.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from graphmem.errors import (
+    Conflict,
+    GraphmemError,
+    InvalidInput,
+    NotFound,
+    check_limit,
+    validation_message,
+)
+from graphmem.ids import new_id
+from graphmem.models import utcnow
+from graphmem.steward import detect
+from graphmem.steward.models import (
+    FINDING_KINDS,
+    FINDING_STATUSES,
+    STEWARD_SCOPES,
+    ConflictsReport,
+    Finding,
+    InboxPage,
+    ReferenceReport,
+    StewardPolicy,
+    StewardRun,
+    StewardStatus,
+    SweepReport,
+    UndoReport,
+)
+from graphmem.storage.steward import POLICY_KEY
+from graphmem.storage.vectors import table_for
+from graphmem.usage import unnoticed
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from graphmem.embeddings.base import Embedder
+    from graphmem.knowledge.models import DriftReport
+    from graphmem.models import Memory
+    from graphmem.steward.schedule import StewardSchedule
+    from graphmem.storage.store import KuzuStore
+    from graphmem.usage import UsageLog
+
+_RESOLVED = ("applied", "dismissed")
+_LIVE = ("active", "canonical")
+
+
+class StewardOps:
+    # set by the owner process, which runs the steward on the policy's schedule
+    steward_schedule: StewardSchedule | None = None
+
+    if TYPE_CHECKING:
+        store: KuzuStore
+        _usage: UsageLog
+
+        @property
+        def embedder(self) -> Embedder: ...
+        def get(self, memory_id: str) -> Memory: ...
+        def update(self, memory_id: str, **changes: Any) -> Memory: ...
+        def mark_outdated(
+            self, memory_id: str, *, reason: str, superseded_by: str | None = None
+        ) -> Memory: ...
+        def merge_duplicates(
+            self, primary: str, duplicates: list[str], *, reason: str | None = None
+        ) -> Memory: ...
+        def promote_to_canonical(self, memory_id: str, *, owner: str) -> Memory: ...
+        def verify_entry(
+            self, memory_id: str, *, method: str, status: str, note: str | None = None
+        ) -> Memory: ...
+        def drift_scan(self) -> DriftReport: ...
+
+    # -- the policy ----------------------------------------------------------------------------
+
+    def steward_policy(self, updates: dict[str, Any] | None = None) -> StewardPolicy:
+        """The policy; with `updates`, those fields changed (validated) and the result kept."""
+        current = StewardPolicy.model_validate(self.store.meta_json(POLICY_KEY) or {})
+        if not updates:
+            return current
+        unknown = set(updates) - set(StewardPolicy.model_fields)
+        if unknown:
+            raise InvalidInput(
+                f"unknown policy fields {sorted(unknown)}; known: "
+                f"{', '.join(StewardPolicy.model_fields)}"
+            )
+        try:
+            changed = StewardPolicy.model_validate({**current.model_dump(), **updates})
+        except ValidationError as exc:
+            raise InvalidInput(f"invalid policy: {validation_message(exc)}") from None
+        self.store.set_meta_json(POLICY_KEY, changed.model_dump(mode="json"))
+        return changed
+
+    # -- a run ---------------------------------------------------------------------------------
+
+    def steward_run(
+        self,
+        scope: str = "all",
+        *,
+        dry_run: bool = True,
+        context: str | None = None,
+        service: str | None = None,
+        actor: str = "user",
+    ) -> StewardRun:
+        """Look for what needs tending in `scope`; unless `dry_run`, file what is new in the inbox
+        and apply what the policy lets apply on its own."""
+        if scope not in STEWARD_SCOPES:
+            raise InvalidInput(f"scope must be one of {', '.join(STEWARD_SCOPES)}", scope=scope)
+        started, clock = utcnow(), time.perf_counter()
+        self._usage.flush()  # the counts of the latest recalls count
+        policy = self.steward_policy()
+        run = StewardRun(
+            id=new_id(), scope=scope, dry_run=dry_run, context=context,  # type: ignore[arg-type]
+            service=service, actor=actor, started_at=started,
+        )  # fmt: skip
+        proposals = self._detect(scope, policy, context=context, service=service, now=started)
+        for proposal in proposals:
+            run.found[proposal.kind] = run.found.get(proposal.kind, 0) + 1
+        known = self.store.known_findings([p.fingerprint for p in proposals])
+        fresh = []
+        for proposal in proposals:
+            seen = known.get(proposal.fingerprint)
+            if seen is not None and (seen[1] == "pending" or seen[2] == proposal.evidence_hash):
+                run.known += 1
+            else:
+                fresh.append(proposal)
+        fresh.sort(key=lambda p: (-p.confidence, p.kind, p.targets))
+        if dry_run:
+            run.findings = [_proposed(p, run.id, started) for p in fresh]
+            return _finished(run, clock)
+        self.store.add_run(
+            {"id": run.id, "scope": scope, "dry_run": False, "context": context,
+             "service": service, "actor": actor, "started_at": started}
+        )  # fmt: skip
+        for proposal in fresh:
+            finding = _proposed(proposal, run.id, started)
+            finding.status = "pending"
+            self.store.add_finding(
+                {**finding.model_dump(exclude={"resolved_at", "resolved_by"}),
+                 "evidence_hash": proposal.evidence_hash, "fingerprint": proposal.fingerprint},
+                [m for m in proposal.memories],
+            )  # fmt: skip
+            if proposal.kind in policy.auto_apply:
+                try:
+                    self._apply_finding(finding, actor="steward", run=run.id)
+                except GraphmemError as exc:
+                    self.store.set_finding(finding.id, {"error": exc.message})
+                    finding.error = exc.message
+                    run.failed += 1
+                else:
+                    self.store.set_finding(
+                        finding.id,
+                        {"status": "applied", "auto": True, "resolved_at": utcnow(),
+                         "resolved_by": "steward", "error": None},
+                    )  # fmt: skip
+                    finding.status, finding.auto = "applied", True
+                    run.applied += 1
+            run.findings.append(finding)
+        run.filed = len(fresh)
+        _finished(run, clock)
+        self.store.finish_run(
+            run.id, finished_at=run.finished_at or utcnow(), report=run.model_dump(mode="json")
+        )
+        return run
+
+    def _detect(
+        self,
+        scope: str,
+        policy: StewardPolicy,
+        *,
+        context: str | None,
+        service: str | None,
+        now: datetime,
+    ) -> list[detect.Proposal]:
+        wants = set(STEWARD_SCOPES) if scope == "all" else {scope}
+        found: list[detect.Proposal] = []
+        rows = detect.rows_of(self.store.live_memory_rows(context=context, service=service))
+        vectors = (
+            self._vectors_of([r.id for r in rows]) if wants & {"duplicates", "conflicts"} else {}
+        )
+        if "duplicates" in wants:
+            entities = self.store.entity_sets([r.id for r in rows])
+            found += detect.duplicates(rows, vectors, entities, policy)
+        if "conflicts" in wants:
+            live = {r.id for r in rows}
+            facts = [f for f in self.store.live_facts() if f[0] in live]
+            found += detect.fact_conflicts(facts, vectors)
+            found += detect.topic_conflicts(rows, vectors, self.store.avoid_pairs(), policy)
+        if "stale" in wants:
+            stale_before, expired_before = detect.stale_before(now, policy)
+            found += detect.unverified(
+                self.store.stale_rows(before=stale_before, context=context, service=service),
+                policy,
+            )
+            found += detect.expired(
+                self.store.expired_working(before=expired_before, context=context, service=service),
+                policy,
+            )
+            live = {r.id for r in rows}
+            found += detect.live_middles(
+                [(n, o) for n, o in self.store.superseded_but_live() if o in live]
+            )
+            drift = self.drift_scan()
+            found += detect.drifted(
+                [(i.memory_id, i.path, i.status, i.current_sha256) for i in drift.items
+                 if i.memory_id in live]
+            )  # fmt: skip
+        if "canonical" in wants:
+            verified = self._verified_ids([r.id for r in rows])
+            references = self.store.reference_counts()
+            found += detect.canonical_candidates(rows, verified, references, policy)
+        if "orphans" in wants and context is None and service is None:
+            found += detect.orphans(self.store.orphan_entities(), self.store.orphan_review_items())
+        return found
+
+    def _vectors_of(self, ids: list[str]) -> dict[str, Any]:
+        """Each memory's own vector in the store's embedding space (none: nothing to compare)."""
+        space = self.embedder.space
+        if table_for(space) not in self.store.vector_tables():
+            return {}
+        row_ids, matrix = self.store.vectors(space)
+        rows = row_ids.rows(ids)
+        return {i: matrix[r] for i, r in zip(ids, rows.tolist(), strict=True) if r >= 0}
+
+    def _verified_ids(self, ids: list[str]) -> set[str]:
+        rows = self.store.read(
+            "MATCH (m:Memory) WHERE m.id IN $ids AND m.verify_status = 'verified' RETURN m.id",
+            {"ids": ids},
+        )
+        return {r[0] for r in rows}
+
+    # -- applying and undoing ------------------------------------------------------------------
+
+    def _apply_finding(self, finding: Finding, *, actor: str, run: str | None) -> None:
+        """Do what the finding proposes, and write its audit row (state before, edges made)."""
+        with unnoticed():  # the steward's own reads are not uses
+            self._apply_unnoticed(finding, actor=actor, run=run)
+
+    def _apply_unnoticed(self, finding: Finding, *, actor: str, run: str | None) -> None:
+        targets = finding.targets
+        before: dict[str, Any] = {}
+        made: list[list[str]] = []
+        if finding.action in ("prune", "dismiss_item"):
+            before, made = self._apply_orphan(finding)
+        else:
+            self._require_live(targets if finding.kind != "live_middle" else targets[:1])
+            before = {"memories": self.store.memory_state(targets)}
+            if finding.action == "merge":
+                kept, *copies = targets
+                self.merge_duplicates(kept, copies, reason=f"steward: {finding.kind}")
+                made = [["MERGED_INTO", copy, kept] for copy in copies]
+            elif finding.kind == "live_middle":
+                older, newer = targets
+                self.store.set_fields(
+                    older,
+                    {"lifecycle": "superseded", "updated_at": utcnow(),
+                     "lifecycle_reason": f"superseded by {newer} (steward)"},
+                )  # fmt: skip
+            elif finding.action in ("supersede", "mark_outdated"):
+                older, newer = self._older_newer(targets)
+                same_kind = self.get(older).kind == self.get(newer).kind
+                self.mark_outdated(
+                    older,
+                    reason=f"steward: {finding.kind}: {newer} is newer",
+                    superseded_by=newer if same_kind else None,
+                )
+                if same_kind:
+                    made = [["SUPERSEDES", newer, older]]
+            elif finding.action == "archive":
+                self.store.set_fields(
+                    targets[0],
+                    {"lifecycle": "archived", "updated_at": utcnow(),
+                     "lifecycle_reason": f"steward: {finding.kind}"},
+                )  # fmt: skip
+            elif finding.action == "promote":
+                self.promote_to_canonical(targets[0], owner="steward")
+            elif finding.action == "verify":
+                self.verify_entry(
+                    targets[0], method="checked from the steward inbox", status="verified",
+                    note=finding.summary,
+                )  # fmt: skip
+        after: dict[str, Any] = {"edges": made, "kind": finding.kind}
+        if "memories" in before:
+            after["memories"] = self.store.memory_state(targets)
+        self.store.audit_step(
+            actor=actor, action=f"steward:{finding.action}", target=targets[0], item=finding.id,
+            run=run, before=before, after=after,
+        )  # fmt: skip
+
+    def _apply_orphan(self, finding: Finding) -> tuple[dict[str, Any], list[list[str]]]:
+        target = finding.targets[0]
+        if finding.action == "prune":
+            entity = self.store.entity_row(target)
+            if entity is None:
+                raise NotFound(f"no entity with id {target!r}", id=target)
+            self.store.delete_entity(target)
+            return {"entity": entity}, []
+        item = self.store.review_item(target)
+        if item["status"] != "pending":
+            raise Conflict(f"review item {target} is already {item['status']}", id=target)
+        self.store.set_item_status(
+            target, status="rejected", note="its memory is gone (steward)", actor="steward"
+        )
+        return {"item": {"id": target, "status": item["status"]}}, []
+
+    def _require_live(self, ids: list[str]) -> None:
+        state = self.store.memory_state(ids)
+        for memory_id in ids:
+            if memory_id not in state:
+                raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
+            if state[memory_id]["lifecycle"] not in _LIVE:
+                raise Conflict(
+                    f"{memory_id} is {state[memory_id]['lifecycle']} now: nothing to do",
+                    id=memory_id,
+                )
+
+    def _older_newer(self, targets: list[str]) -> tuple[str, str]:
+        a, b = (self.get(t) for t in targets[:2])
+        return (a.id, b.id) if (a.created_at, a.id) <= (b.created_at, b.id) else (b.id, a.id)
+
+    def _state_of(self, ids: list[str]) -> dict[str, Any]:
+        return {"memories": self.store.memory_state(ids)}
+
+    def _changed_since(self, after: dict[str, dict[str, Any]]) -> str | None:
+        """The first memory whose state is no longer what the action left (edited since)."""
+        now = self.store.memory_state(list(after))
+        for memory_id, state in after.items():
+            if json.dumps(now.get(memory_id), default=str) != json.dumps(state, default=str):
+                return memory_id
+        return None
+
+    def steward_undo(self, run_or_action: str, *, actor: str = "user") -> UndoReport:
+        """Put back what a run, one finding or one audit record of the steward changed, newest
+        first. An action whose memories changed since is left as it is (reported as skipped):
+        undoing it would wipe the later edit."""
+        rows = [
+            r for r in self.store.audit_rows(run_or_action) if r["action"].startswith("steward:")
+        ]
+        if not rows:
+            raise NotFound(
+                f"no steward run or action {run_or_action!r} changed anything", id=run_or_action
+            )
+        report = UndoReport()
+        for row in rows:
+            if row["undone_at"] is not None:
+                report.skipped.append({"audit": row["id"], "why": "already undone"})
+                continue
+            before, after = row["before"] or {}, row["after"] or {}
+            changed = self._changed_since(after.get("memories", {}))
+            if changed:
+                report.skipped.append(
+                    {"audit": row["id"], "why": f"{changed} changed since: undo it by hand"}
+                )
+                continue
+            with self.store.transaction():
+                for rel, source, target in after.get("edges", []):
+                    self.store.delete_edge(rel, source, target)
+                for memory_id, state in before.get("memories", {}).items():
+                    self.store.restore_state(memory_id, state)
+                    report.memories.append(memory_id)
+                if "entity" in before:
+                    self.store.restore_entity(before["entity"])
+                if "item" in before:
+                    self.store.execute(
+                        "MATCH (r:ReviewItem {id: $id}) SET r.status = $status, r.note = NULL, "
+                        "r.resolved_at = NULL, r.resolved_by = NULL",
+                        before["item"],
+                    )
+                if row["item"]:
+                    self.store.set_finding(
+                        row["item"],
+                        {"status": "pending", "auto": False, "resolved_at": None,
+                         "resolved_by": None, "note": f"undone by {actor}"},
+                    )  # fmt: skip
+                    report.findings.append(row["item"])
+                self.store.mark_undone(row["id"], utcnow())
+                self.store.audit_step(
+                    actor=actor, action="steward-undo", target=row["target"], item=row["item"],
+                    run=None, before={"audit": row["id"]}, after={},
+                )  # fmt: skip
+            report.undone.append(row["id"])
+        report.memories = list(dict.fromkeys(report.memories))
+        return report
+
+    # -- the inbox -----------------------------------------------------------------------------
+
+    def steward_inbox(
+        self,
+        status: str | None = "pending",
+        kind: str | None = None,
+        limit: int = 50,
+        sort: str = "confidence",
+    ) -> InboxPage:
+        """Findings, best first by default; `status=None` for every status."""
+        check_limit(limit)
+        if status is not None and status not in FINDING_STATUSES:
+            raise InvalidInput(
+                f"status must be one of {', '.join(FINDING_STATUSES)}", status=status
+            )
+        if kind is not None and kind not in FINDING_KINDS:
+            raise InvalidInput(f"kind must be one of {', '.join(FINDING_KINDS)}", kind=kind)
+        if sort not in ("confidence", "newest", "oldest"):
+            raise InvalidInput("sort must be confidence, newest or oldest", sort=sort)
+        rows = self.store.findings(status=status, kind=kind, limit=limit, sort=sort)
+        counts = self.store.count_findings("pending")
+        return InboxPage(
+            items=[Finding.model_validate(r) for r in rows],
+            pending=sum(counts.values()),
+            by_kind=counts,
+        )
+
+    def steward_inbox_resolve(
+        self, item: str, action: str, note: str | None = None, *, actor: str = "user"
+    ) -> Finding:
+        """`apply` does what the finding proposes; `dismiss` keeps it from being filed again
+        until its evidence changes. An action that fails leaves it pending, with the error."""
+        if action not in ("apply", "dismiss"):
+            raise InvalidInput("action must be apply or dismiss", action=action)
+        finding = Finding.model_validate(self.store.finding(item))
+        if finding.status != "pending":
+            raise InvalidInput(f"finding {item} is {finding.status}, not pending", id=item)
+        if action == "apply":
+            try:
+                self._apply_finding(finding, actor=actor, run=finding.run)
+            except GraphmemError as exc:
+                self.store.set_finding(item, {"error": exc.message, "note": note})
+                raise
+        self.store.set_finding(
+            item,
+            {"status": "applied" if action == "apply" else "dismissed", "note": note,
+             "resolved_at": utcnow(), "resolved_by": actor, "error": None},
+        )  # fmt: skip
+        return Finding.model_validate(self.store.finding(item))
+
+    # -- sweeping, references, conflicts ---------------------------------------------------------
+
+    def sweep_archive(self, *, dry_run: bool = True, actor: str = "user") -> SweepReport:
+        """Archive (never delete) old episodic and working memory of little value, by policy:
+        older than `sweep_days`, at most `sweep_max_importance`, never used, referenced by
+        nothing. Undo with the report's run."""
+        policy = self.steward_policy()
+        self._usage.flush()
+        before = utcnow() - timedelta(days=policy.sweep_days)
+        found = self.store.sweepable(before=before, max_importance=policy.sweep_max_importance)
+        report = SweepReport(
+            dry_run=dry_run, archived=[memory_id for memory_id, _, _ in found],
+            policy={"sweep_days": policy.sweep_days,
+                    "sweep_max_importance": policy.sweep_max_importance},
+        )  # fmt: skip
+        if dry_run or not found:
+            return report
+        report.run = new_id()
+        for memory_id, kind, created in found:
+            before_state = {"memories": self.store.memory_state([memory_id])}
+            self.store.set_fields(
+                memory_id,
+                {"lifecycle": "archived", "updated_at": utcnow(),
+                 "lifecycle_reason": f"swept: {kind} memory from {created.date()}, never used"},
+            )  # fmt: skip
+            after = {"edges": [], "kind": "sweep", **self._state_of([memory_id])}
+            self.store.audit_step(
+                actor=actor, action="steward:archive", target=memory_id, item=None,
+                run=report.run, before=before_state, after=after,
+            )  # fmt: skip
+        return report
+
+    def recount_references(self) -> ReferenceReport:
+        """Recompute each live memory's reference count from the graph (what other knowledge
+        points at it), kept as `reference_count`."""
+        counts = self.store.reference_counts()
+        self.store.write_reference_counts(counts)
+        live = len(self.store.live_memory_rows(context=None, service=None))
+        top = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]
+        return ReferenceReport(
+            memories=live, referenced=sum(1 for n in counts.values() if n > 0),
+            top=[{"id": memory_id, "references": n} for memory_id, n in top],
+        )  # fmt: skip
+
+    def conflicts_report(
+        self, *, context: str | None = None, service: str | None = None
+    ) -> ConflictsReport:
+        """The conflicts the steward finds now, with their evidence, each saying whether it is
+        pending in the inbox already. Files nothing."""
+        policy = self.steward_policy()
+        proposals = self._detect(
+            "conflicts", policy, context=context, service=service, now=utcnow()
+        )
+        known = self.store.known_findings([p.fingerprint for p in proposals])
+        conflicts = []
+        for proposal in sorted(proposals, key=lambda p: (-p.confidence, p.targets)):
+            finding = _proposed(proposal, "", utcnow())
+            seen = known.get(proposal.fingerprint)
+            if seen is not None and seen[1] == "pending":
+                finding.id, finding.status = seen[0], "pending"
+            conflicts.append(finding)
+        return ConflictsReport(
+            conflicts=conflicts, in_inbox=sum(f.status == "pending" for f in conflicts)
+        )
+
+    # -- reports -------------------------------------------------------------------------------
+
+    def steward_report(self, run: str | None = None) -> StewardRun:
+        """What a run (the newest by default) looked at, found, applied and filed."""
+        stored = self.store.steward_run_report(run)
+        if stored is None:
+            raise NotFound("the steward has not run yet")
+        return StewardRun.model_validate(stored)
+
+    def steward_status(self) -> StewardStatus:
+        stored = self.store.steward_run_report(None)
+        last = StewardRun.model_validate({**stored, "findings": []}) if stored else None
+        counts = self.store.count_findings("pending")
+        return StewardStatus(
+            last_run=last, pending=sum(counts.values()), by_kind=counts,
+            policy=self.steward_policy(), next_run_at=self._next_steward_run(),
+        )  # fmt: skip
+
+    def steward_status_last_finished(self) -> datetime | None:
+        """When the newest run (not a dry run) finished."""
+        return self.store.last_run_finished()
+
+    def _next_steward_run(self) -> datetime | None:
+        """Only the owner runs the steward on a schedule."""
+        schedule = self.steward_schedule
+        return schedule.next_run_at() if schedule is not None else None
+
+
+def _proposed(proposal: detect.Proposal, run: str, at: datetime) -> Finding:
+    return Finding(
+        id=new_id(), run=run, kind=proposal.kind, scope=proposal.scope,  # type: ignore[arg-type]
+        targets=proposal.targets, evidence=proposal.evidence, confidence=proposal.confidence,
+        action=proposal.action, summary=proposal.summary, status="proposed",  # type: ignore[arg-type]
+        created_at=at,
+    )  # fmt: skip
+
+
+def _finished(run: StewardRun, clock: float) -> StewardRun:
+    run.finished_at = utcnow()
+    run.seconds = round(time.perf_counter() - clock, 3)
+    return run
