@@ -158,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also LoCoMo dev R@10: clean, with 30%% restated turns, after the steward merged them",
     )
+    steward.add_argument(
+        "--load",
+        action="store_true",
+        help="also recall latency through the store's owner, idle and while the steward runs",
+    )
     steward.add_argument("--out", type=Path, help="default eval/results/steward_<N>.json")
     args = parser.parse_args(argv)
 
@@ -166,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
 
         result = run_steward(
             args.bench, args.memories, rate=args.rate, seed=args.seed, embedding=args.embedding,
-            pollution=args.pollution, progress=lambda msg: print(msg, file=sys.stderr),
+            pollution=args.pollution, load=args.load,
+            progress=lambda msg: print(msg, file=sys.stderr),
         )  # fmt: skip
         _write(result, args.out or Path("eval/results") / results_name(args.memories))
         return 0

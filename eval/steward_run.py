@@ -8,6 +8,8 @@
    (eval/paraphrase.py, light and heavy rewordings, the turn's dia_id kept so a copy answers as
    well as its original: what it costs is the room it takes in the top 10), and on that store
    once the steward has merged the duplicates it found, every duplicate kind applying on its own.
+3. With `load`: recall latency through the store's owner, idle and while a steward run (every
+   scope, a dry run) goes on in it (eval/steward_load.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from eval import locomo
 from eval.metrics import evidence_recall, mean
 from eval.paraphrase import content_words, paraphrase
 from eval.steward import Corpus, Pair, Truth, build, generate
+from eval.steward_load import queries_from, run_load
 from eval.steward_score import FAMILIES, matches, score, wrong_automatic
 from eval.steward_texts import jaccard
 from graphmem import open_store
@@ -106,6 +109,7 @@ def run_steward(
     seed: int = 0,
     embedding: str = "local",
     pollution: bool = False,
+    load: bool = False,
     progress: Progress = _quiet,
 ) -> dict[str, Any]:
     """Build, run the steward, score (see the module's doc); with `pollution`, the recall
@@ -115,22 +119,26 @@ def run_steward(
     corpus = generate(bench, memories, rate=rate, seed=seed)
     generated = round(time.perf_counter() - started, 2)
     progress(f"generated {len(corpus.items):,} memories in {generated} s")
-    with (
-        tempfile.TemporaryDirectory(prefix="steward-eval-") as tmp,
-        open_store(Path(tmp) / ".graphmem", embedder=embedder, extract_on_write=False) as gm,
-    ):
-        built = {"generate": generated, **build(gm, corpus, progress)}
-        stats = gm.stats()
-        readable = readable_conflicts(gm, corpus.truth)
-        policy = gm.steward_policy()
-        progress("steward: dry run")
-        started = time.perf_counter()
-        dry = gm.steward_run("all", dry_run=True)
-        dry_seconds = round(time.perf_counter() - started, 2)
-        progress(f"steward: {len(dry.findings):,} findings in {dry_seconds} s; applying")
-        started = time.perf_counter()
-        applied = gm.steward_run("all", dry_run=False)
-        apply_seconds = round(time.perf_counter() - started, 2)
+    busy: dict[str, Any] | None = None
+    with tempfile.TemporaryDirectory(prefix="steward-eval-") as tmp:
+        home = Path(tmp) / ".graphmem"
+        with open_store(home, embedder=embedder, extract_on_write=False) as gm:
+            built = {"generate": generated, **build(gm, corpus, progress)}
+            stats = gm.stats()
+            readable = readable_conflicts(gm, corpus.truth)
+            policy = gm.steward_policy()
+            progress("steward: dry run")
+            started = time.perf_counter()
+            dry = gm.steward_run("all", dry_run=True)
+            dry_seconds = round(time.perf_counter() - started, 2)
+            progress(f"steward: {len(dry.findings):,} findings in {dry_seconds} s; applying")
+            started = time.perf_counter()
+            applied = gm.steward_run("all", dry_run=False)
+            apply_seconds = round(time.perf_counter() - started, 2)
+        if load:
+            progress("recall through the owner, idle and while the steward runs")
+            texts = [item["content"] for item in corpus.items]
+            busy = run_load(home, embedding, queries_from(texts, 500, seed))
     result: dict[str, Any] = {
         "benchmark": "steward",
         "memories": len(corpus.items),
@@ -172,6 +180,8 @@ def run_steward(
         "target": 0, "value": result["automatic"]["wrong"],
         "met": result["automatic"]["wrong"] == 0,
     }  # fmt: skip
+    if busy is not None:
+        result["load"] = busy
     if pollution:
         result["pollution"] = run_pollution(bench, embedder, seed=seed, progress=progress)
     return result

@@ -43,11 +43,17 @@ from graphmem.recall.config import RecallConfig
 from graphmem.sessions.models import ResolveReport, ReviewQueue, SessionPlan
 from graphmem.settings import Settings
 from graphmem.steward.models import (
+    ConflictsReport,
     Finding,
     InboxPage,
+    Layer,
+    ReferenceReport,
+    SedimentMove,
+    SedimentReport,
     StewardPolicy,
     StewardRun,
     StewardStatus,
+    SweepReport,
     UndoReport,
 )
 
@@ -255,7 +261,8 @@ class SessionAPI(Protocol):
 
 
 class StewardAPI(Protocol):
-    """Stewardship of the store: findings, the inbox, the policy, undo (graphmem/steward/ops.py)."""
+    """Stewardship of the store: findings, the inbox, the policy, undo, sweeping, reference
+    counts, the conflicts report and sedimentation (graphmem/steward/ops.py)."""
 
     def steward_run(
         self,
@@ -286,6 +293,34 @@ class StewardAPI(Protocol):
     def steward_report(self, run: str | None = None) -> StewardRun: ...
 
     def steward_undo(self, run_or_action: str, *, actor: str = "user") -> UndoReport: ...
+
+    def sweep_archive(self, *, dry_run: bool = True, actor: str = "user") -> SweepReport: ...
+
+    def recount_references(self) -> ReferenceReport: ...
+
+    def conflicts_report(
+        self, *, context: str | None = None, service: str | None = None
+    ) -> ConflictsReport: ...
+
+    def sediment_cycle(self, *, dry_run: bool = True, actor: str = "user") -> SedimentReport: ...
+
+    def promote_sediment(
+        self,
+        memory_id: str,
+        *,
+        layer: Layer | None = None,
+        note: str | None = None,
+        actor: str = "user",
+    ) -> SedimentMove: ...
+
+    def demote_sediment(
+        self,
+        memory_id: str,
+        *,
+        layer: Layer | None = None,
+        note: str | None = None,
+        actor: str = "user",
+    ) -> SedimentMove: ...
 
 
 class HookAPI(Protocol):

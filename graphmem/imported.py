@@ -42,6 +42,7 @@ def new_memory(model: type[_M], item: MemoryInput, kept: Mapping[str, Any] | Non
 
 _KEPT_ON_IMPORT = (
     "id", "updated_at", "valid_to", "lifecycle", "confidence", "owner", "verified_at", "verify_status",
+    "layer",
 )  # fmt: skip
 
 
@@ -60,7 +61,8 @@ class Supplied:
 
 
 def memory_from_json(line: str, space: EmbeddingSpace) -> tuple[Memory, Supplied, bool]:
-    """One exported memory, validated like a new one; its id, dates and lifecycle are kept.
+    """One exported memory, validated like a new one; its id, dates, lifecycle and layer are
+    kept (a line without a layer, from before sedimentation, is at the surface).
     The flag says whether the line named the id.
 
     A `vector` (and `passages`) is used as the memory's embedding only when `embedding_space`
@@ -76,6 +78,8 @@ def memory_from_json(line: str, space: EmbeddingSpace) -> tuple[Memory, Supplied
     vector = _supplied_vector(data.pop("vector", None), label, space)
     brought = Supplied(vector, _supplied_passages(data.pop("passages", None), label, space))
     kept = {k: data.pop(k) for k in _KEPT_ON_IMPORT if k in data}
+    if "layer" in kept and kept["layer"] is None:  # as stored: a null layer is the surface
+        del kept["layer"]
     item = validated(MemoryInput, data)
     try:
         for key in ("updated_at", "valid_to", "verified_at"):

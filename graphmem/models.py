@@ -28,6 +28,8 @@ MemoryKind = Literal[
     "note", "decision", "dead_end", "incident", "runbook", "postmortem", "summary", "checkpoint"
 ]
 Lifecycle = Literal["active", "canonical", "outdated", "superseded", "archived"]
+# sedimentation's layers, bottom to top (graphmem.steward.sediment)
+Layer = Literal["surface", "episodic", "semantic", "character"]
 
 MEMORY_TYPES: tuple[str, ...] = MemoryType.__args__  # type: ignore[attr-defined]
 MEMORY_KINDS: tuple[str, ...] = MemoryKind.__args__  # type: ignore[attr-defined]
@@ -248,6 +250,10 @@ class Memory(Model):
     verified_at: UtcDateTime | None = None
     verify_status: str | None = None
     session_id: str | None = None
+    layer: Layer = Field(
+        default="surface",
+        description="sedimentation's layer: surface (new), episodic, semantic, character",
+    )
 
     def __eq__(self, other: object) -> bool:
         """A StoredMemory equals the Memory that `get` returns for it: the same memory."""

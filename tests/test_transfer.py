@@ -171,3 +171,29 @@ def test_a_file_that_is_not_utf8_is_refused_before_anything_is_imported(
     assert target.stats().total == 0
     with pytest.raises(InvalidInput, match="cannot read"):
         import_file(target, tmp_path / "missing.jsonl")
+
+
+def test_an_export_keeps_each_memory_s_layer_and_a_line_without_one_is_at_the_surface(
+    gm: GraphMemory, target: GraphMemory
+) -> None:
+    deep = gm.remember("Deploys go through ArgoCD only").id
+    gm.promote_sediment(deep, layer="semantic")
+    new = gm.remember("The staging VPN needs the ops certificate").id
+    buffer = io.StringIO()
+    export_jsonl(gm, buffer)
+    lines = buffer.getvalue().splitlines()
+    assert [json.loads(line)["layer"] for line in lines] == ["semantic", "surface"]
+    older = json.loads(lines[0])
+    del older["layer"], older["id"]  # a line from before sedimentation
+
+    report = import_jsonl(target, [*lines, json.dumps(older), _line("null", layer=None)])
+
+    assert (report.imported, report.errors) == (4, [])
+    assert (target.get(deep).layer, target.get(new).layer) == ("semantic", "surface")
+    rows = target.cypher("MATCH (m:Memory) RETURN m.layer").rows
+    assert sorted(rows, key=str) == [["semantic"], [None], [None], [None]]  # the surface: null
+    assert sorted(m.layer for m in target.list().memories) == [
+        "semantic", "surface", "surface", "surface",
+    ]  # fmt: skip
+    bad = target.import_jsonl([_line("too deep", layer="bedrock")])
+    assert bad.imported == 0 and "layer" in bad.errors[0]["message"]

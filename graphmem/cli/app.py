@@ -25,6 +25,7 @@ _GROUPS = {
     "repo": ("docs", "repo_app", "The project's files, read through the path guard."),
     "session": ("sessions", "session_app", "Close a session; review what it proposed."),
     "steward": ("steward", "steward_app", "Tend the store: duplicates, conflicts, stale entries."),
+    "sediment": ("sediment", "sediment_app", "Memory layers: run a cycle, or move one by hand."),
 }
 # each module's top-level commands (tests/cli/test_app.py keeps this true)
 _BY_MODULE = {

@@ -69,7 +69,10 @@ def filter_options(
 
 
 def _show_memory(m: Memory) -> None:
-    out.print(f"[bold]{m.id}[/bold]  {m.type}/{m.kind}  {m.lifecycle}  importance {m.importance:g}")
+    out.print(
+        f"[bold]{m.id}[/bold]  {m.type}/{m.kind}  {m.lifecycle}  layer {m.layer}  "
+        f"importance {m.importance:g}"
+    )
     if m.title:
         out.print(f"[bold]{m.title}[/bold]")
     out.print(m.content, markup=False)

@@ -1,6 +1,7 @@
 """The steward: look for duplicates, conflicts, stale entries, canonical candidates and orphans,
-work the inbox of what it found, set its policy, undo what it did. Each command parses, calls one
-MemoryAPI method and renders."""
+work the inbox of what it found, set its policy, undo what it did; sweep old unused memory,
+recount references, report open conflicts. Each command parses, calls one MemoryAPI method and
+renders."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from graphmem.cli.common import (
 from graphmem.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from graphmem.steward.models import Finding, StewardPolicy, StewardRun
+    from graphmem.steward.models import Finding, StewardPolicy, StewardRun, SweepReport
 
 steward_app = typer.Typer(no_args_is_help=True)
 policy_app = typer.Typer()
@@ -39,11 +40,11 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())) or "none"
 
 
-def _finding_line(finding: Finding) -> None:
+def _finding_line(finding: Finding, *, with_id: bool = True) -> None:
     """`status kind confidence action summary id`, then the last error when there is one."""
     out.print(
         f"  {finding.status:9} {finding.kind:19} {finding.confidence:.2f} {finding.action:12} "
-        f"{' '.join(finding.summary.split())}  {finding.id}",
+        f"{' '.join(finding.summary.split())}" + (f"  {finding.id}" if with_id else ""),
         markup=False,
     )
     if finding.error:
@@ -249,12 +250,17 @@ def report(
 @steward_app.command("undo")
 def undo(
     target: Annotated[
-        str, typer.Argument(help="A run's id, or one audit record's id.", show_default=False)
+        str,
+        typer.Argument(
+            help="A run's id (a steward run's, a sweep's or a sediment move's), a finding's "
+            "id, or one audit record's id.",
+            show_default=False,
+        ),
     ],
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Put back what a run (or one of its actions) changed; its findings return to the inbox."""
+    """Put back what a run, a finding or one audit record changed; findings return to the inbox."""
     with opened(home, as_json) as gm:
         undone = gm.steward_undo(target, actor="cli")
         if as_json:
@@ -266,3 +272,89 @@ def undo(
             out.print(f"back in the inbox: {', '.join(undone.findings)}", markup=False)
         for skipped in undone.skipped:
             out.print(f"skipped {skipped.get('audit')}: {skipped.get('why')}", markup=False)
+
+
+def _sweep_rule(report: SweepReport) -> str:
+    days, importance = report.policy["sweep_days"], report.policy["sweep_max_importance"]
+    return (
+        f"episodic and working memory older than {days:g} days, importance at most "
+        f"{importance:g}, never used, referenced by nothing"
+    )
+
+
+@steward_app.command("sweep")
+def sweep(
+    apply: Annotated[
+        bool,
+        typer.Option("--apply", help="Archive them (default: dry run, only list them)."),
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Archive (never delete) old memory of little value, by the policy; undo with its run."""
+    with opened(home, as_json) as gm:
+        report = gm.sweep_archive(dry_run=not apply, actor="cli")
+        if as_json:
+            return emit_json(report)
+        count = len(report.archived)
+        if not count:
+            out.print(f"nothing to sweep ({_sweep_rule(report)})", markup=False)
+            return None
+        if report.dry_run:
+            out.print(
+                f"dry run: would archive {count} memories ({_sweep_rule(report)}); "
+                "--apply archives them",
+                markup=False,
+            )
+        else:
+            out.print(
+                f"archived {count} memories in run {report.run}; "
+                f"`graphmem steward undo {report.run}` puts them back",
+                markup=False,
+            )
+        for memory_id in report.archived:
+            out.print(f"  {memory_id}", markup=False)
+
+
+@steward_app.command("recount")
+def recount(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Recompute each live memory's reference count from the graph (what points at it)."""
+    with opened(home, as_json) as gm:
+        report = gm.recount_references()
+        if as_json:
+            return emit_json(report)
+        out.print(
+            f"recounted {report.memories} live memories: {report.referenced} referenced",
+            markup=False,
+        )
+        if report.top:
+            out.print("most referenced:")
+        for row in report.top:
+            out.print(f"  {row['id']}  {row['references']}", markup=False)
+
+
+@steward_app.command("conflicts")
+def conflicts(
+    context: Annotated[str | None, typer.Option("--context", help="Only this context.")] = None,
+    service: Annotated[str | None, typer.Option("--service", help="Only this service.")] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The conflicts the steward finds now, with whether each waits in the inbox; files nothing."""
+    with opened(home, as_json) as gm:
+        report = gm.conflicts_report(context=context, service=service)
+        if as_json:
+            return emit_json(report)
+        count = len(report.conflicts)
+        if not count:
+            out.print("no conflicts")
+            return None
+        out.print(f"{count} conflicts, {report.in_inbox} pending in the inbox", markup=False)
+        for finding in report.conflicts:
+            # a conflict not filed has no finding to resolve yet: its id would name nothing
+            _finding_line(finding, with_id=finding.status == "pending")
+            out.print(f"    about: {', '.join(finding.targets)}", markup=False)
+        if report.in_inbox < count:
+            out.print(
+                "`graphmem steward run --scope conflicts --apply` files those not in the inbox yet"
+            )

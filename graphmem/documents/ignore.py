@@ -94,7 +94,15 @@ class _Layer:
         """True: ignored, False: re-included by a negation, None: no line matches."""
         probe = relative[len(self.base) + 1 :] if self.base else relative
         if not is_dir:
-            return self.files.check_file(probe).include
+            # as git: a line that names one of the file's folders ("b" for b/a) says nothing of
+            # the file; the walk never entered a folder a line ignored, and a negation that
+            # re-includes a folder does not re-include what other lines ignore inside it
+            for pattern in reversed(self.files.patterns):
+                regex = pattern.regex if pattern.include is not None else None
+                found = regex.match(probe) if regex is not None else None
+                if found is not None and found.groupdict().get("ps_d") is None:
+                    return bool(pattern.include)
+            return None
         last, verdict = -1, None
         for spec, numbers, suffix in self.dirs:
             result = spec.check_file(probe + suffix)

@@ -143,7 +143,9 @@ GROUPS = (
         "steward",
         "Memory stewardship",
         "Tend the store: find duplicates, conflicts, stale entries, canonical candidates and "
-        "orphans; work the inbox of what was found; undo what the steward did.",
+        "orphans; work the inbox of what was found; undo what the steward did; sweep old unused "
+        "memory, recount references, report open conflicts; move memories through the layers "
+        "(surface, episodic, semantic, character).",
         {
             "run": ("steward_run", "look for what needs tending; dry_run=false files and applies"),
             "inbox": ("steward_inbox", "findings, most confident first"),
@@ -151,7 +153,13 @@ GROUPS = (
             "policy": ("steward_policy", "what applies on its own, thresholds; updates changes"),
             "status": ("steward_status", "last run, pending findings by kind"),
             "report": ("steward_report", "one run's findings (the newest by default)"),
-            "undo": ("steward_undo", "put back a run or one action"),
+            "undo": ("steward_undo", "put back a run, a finding or one audit record"),
+            "sweep": ("sweep_archive", "archive old unused memory; dry_run=false archives"),
+            "recount": ("recount_references", "recompute reference counts from the graph"),
+            "conflicts": ("conflicts_report", "open conflicts, each saying if it is in the inbox"),
+            "sediment": ("sediment_cycle", "move memories through the layers; dry_run=false moves"),
+            "promote_layer": ("promote_sediment", "move one memory a layer up (or to `layer`)"),
+            "demote_layer": ("demote_sediment", "move one memory a layer down (or to `layer`)"),
         },
     ),
     Group(

@@ -9,20 +9,30 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from graphmem.steward.models import (
+    ConflictsReport,
     Finding,
     InboxPage,
+    ReferenceReport,
+    SedimentMove,
+    SedimentReport,
     StewardPolicy,
     StewardRun,
     StewardStatus,
+    SweepReport,
     UndoReport,
 )
 
 __all__ = [
+    "conflicts_text",
     "finding_text",
     "inbox_text",
+    "move_text",
     "policy_text",
+    "references_text",
     "run_text",
+    "sediment_text",
     "status_text",
+    "sweep_text",
     "texted",
     "undo_text",
 ]
@@ -65,8 +75,56 @@ What one run (the newest by default) looked at, found, applied and filed, with i
 
 UNDO = """\
 Put back what the steward changed: every action of a run (give the run's id: steward_report \
-and steward_status name runs), or one action (its audit record's id). Merged copies come back, \
-retired memories are live again, and the findings return to the inbox as pending."""
+and steward_status name runs; sweep_archive, sediment_cycle and the moves by hand return their \
+own), what one finding applied (the finding's id), or one action (its audit record's id). Merged \
+copies come back, retired and swept memories are live again, layers are as they were, and the \
+findings return to the inbox as pending."""
+
+SWEEP = """\
+Archive (never delete) old memory of little value, by the policy: episodic and working memory \
+older than `sweep_days` (365), at most `sweep_max_importance` (0.3) important, never used \
+(recalled or read) and referenced by nothing; decisions, dead ends, incidents, postmortems and \
+summaries are never swept. `dry_run` (the default) only lists them; with `dry_run=false` they \
+are archived as one run, whose id (`run`) steward_undo takes to put them back.
+
+Example: {"dry_run": false}"""
+
+RECOUNT = """\
+Recompute each live memory's reference count from the graph (the knowledge that points at it: \
+AVOIDS, SUPERSEDES, MERGED_INTO links, entities shared with canonical entries) and keep it on \
+the memory. Returns how many live memories were counted, how many are referenced, and the most \
+referenced."""
+
+CONFLICTS = """\
+The conflicts the steward finds now (facts that disagree, two canonical entries on one topic, a \
+decision taking an approach a dead end rules out), most confident first, with their evidence; \
+each says whether it is pending in the inbox already (status pending, its id the finding's) or \
+not filed yet (status proposed: steward_run with scope conflicts and dry_run=false files it). \
+Files and changes nothing."""
+
+
+SEDIMENT = """\
+Move live memories through the layers surface < episodic < semantic < character, one layer a \
+cycle: up as they prove themselves (a day old settles to episodic; asked for by id or filter 3 \
+times, or referred to, and a week old, becomes semantic; canonical, or much used and referred \
+to, becomes character), down one layer when neither used nor moved for 180 days (the policy's \
+`sediment_*` fields). `dry_run` (the default) only lists the moves; with `dry_run=false` they \
+are made as one run, whose id (`run`) steward_undo takes to put them back. In recall a layer is \
+a small feature, never a filter.
+
+Example: {"dry_run": false}"""
+
+PROMOTE = """\
+Move one memory a layer up by hand, or up to `layer` (one not above its own is refused): the \
+cycle does not sink it for disuse for `sediment_disuse_days` (180). Returns the move, whose \
+`run` steward_undo takes to put it back.
+
+Example: {"id": "01M8S8YZ7Y1ZCHA94T7RJSYV6B", "layer": "character", "note": "team rule"}"""
+
+DEMOTE = """\
+Move one memory a layer down by hand, or down to `layer` (one not below its own is refused): \
+the cycle does not lift it again for `sediment_disuse_days` (180). Returns the move, whose `run` \
+steward_undo takes to put it back."""
 
 
 def texted(result: BaseModel, text: str) -> CallToolResult:
@@ -140,3 +198,71 @@ def undo_text(report: UndoReport) -> str:
         lines.append(f"back in the inbox: {', '.join(report.findings)}")
     lines += [f"skipped {s.get('audit')}: {s.get('why')}" for s in report.skipped]
     return "\n".join(lines)
+
+
+def sweep_text(report: SweepReport) -> str:
+    count = len(report.archived)
+    rule = ", ".join(f"{name} {value:g}" for name, value in report.policy.items())
+    if not count:
+        head = f"nothing to sweep ({rule})"
+    elif report.dry_run:
+        head = f"dry run: would archive {count} memories ({rule})"
+    else:
+        head = f"archived {count} memories in run {report.run} (steward_undo puts them back)"
+    return "\n".join([head, *(f"- {memory_id}" for memory_id in report.archived)])
+
+
+def references_text(report: ReferenceReport) -> str:
+    head = f"recounted {report.memories} live memories: {report.referenced} referenced"
+    return "\n".join([head, *(f"- {row['id']}: {row['references']}" for row in report.top)])
+
+
+def _conflict_text(f: Finding) -> str:
+    """A finding line with the memories it is about; a conflict not filed has no id to give."""
+    filed = f" {f.id}" if f.status == "pending" else ""
+    return (
+        f"- {f.status} {f.kind} {f.confidence:.2f} {f.action}{filed}: {_one_line(f.summary)} "
+        f"(about {', '.join(f.targets)})"
+    )
+
+
+def conflicts_text(report: ConflictsReport) -> str:
+    if not report.conflicts:
+        return "no conflicts"
+    head = f"{len(report.conflicts)} conflicts, {report.in_inbox} pending in the inbox"
+    return "\n".join([head, *(_conflict_text(f) for f in report.conflicts)])
+
+
+def _move_line(move: SedimentMove) -> str:
+    return (
+        f"- {move.memory} {move.from_layer} -> {move.to_layer} ({move.reason}): "
+        f"{_one_line(move.title)}"
+    )
+
+
+def sediment_text(report: SedimentReport) -> str:
+    moved = sum(report.counts.values())
+    steps = ", ".join(f"{step} {n}" for step, n in report.counts.items())
+    if not moved:
+        head = f"nothing to move ({report.looked_at} live memories looked at)"
+    elif report.dry_run:
+        head = f"dry run: would move {moved} of {report.looked_at} live memories ({steps})"
+    else:
+        head = (
+            f"moved {moved} of {report.looked_at} live memories in run {report.run} ({steps}; "
+            "steward_undo puts them back)"
+        )
+    layers = ", ".join(f"{name} {n}" for name, n in report.layers.items())
+    lines = [head, f"layers{' as they would be' if report.dry_run else ''}: {layers}"]
+    lines += [_move_line(move) for move in report.moves]
+    if report.unlisted:
+        lines.append(f"... and {report.unlisted} more")
+    return "\n".join(lines)
+
+
+def move_text(move: SedimentMove) -> str:
+    note = f" ({_one_line(move.note)})" if move.note else ""
+    return (
+        f"{move.memory}: {move.from_layer} -> {move.to_layer}{note} in run {move.run} "
+        f"(steward_undo puts it back): {_one_line(move.title)}"
+    )

@@ -1,4 +1,6 @@
-"""MCP tools for the steward: look for what needs tending, work its inbox, set its policy, undo.
+"""MCP tools for the steward: look for what needs tending, work its inbox, set its policy, undo;
+sweep old unused memory, recount references, report open conflicts; move memories through the
+sedimentation layers (a cycle, or one by hand).
 Same rules as the other tools: one MemoryAPI call each, strict arguments; the text block is a few
 lines (steward_text.py), not the JSON of the structured content again."""
 
@@ -16,15 +18,21 @@ from graphmem.mcp import steward_text as text
 from graphmem.mcp.tooling import hints, make_tool
 from graphmem.models import Model
 from graphmem.steward.models import (
+    ConflictsReport,
     Finding,
     FindingKind,
     FindingStatus,
     InboxPage,
     InboxSort,
+    Layer,
+    ReferenceReport,
+    SedimentMove,
+    SedimentReport,
     StewardPolicy,
     StewardRun,
     StewardScope,
     StewardStatus,
+    SweepReport,
     UndoReport,
 )
 
@@ -53,6 +61,10 @@ StewardPolicyUpdates: type[_Updates] = create_model(  # type: ignore[call-overlo
     __base__=_Updates,
     **{name: _optional(info) for name, info in StewardPolicy.model_fields.items()},
 )
+
+
+MemoryId = Annotated[str, Field(min_length=1, description="The memory's id.")]
+Note = Annotated[str | None, Field(description="Why, kept with the move.")]
 
 
 def steward_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
@@ -118,11 +130,63 @@ def steward_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
 
     def steward_undo(
         id: Annotated[
-            str, Field(min_length=1, description="A run's id, or one audit record's id.")
+            str,
+            Field(
+                min_length=1,
+                description="A run's id (a steward run's, a sweep's or a sediment move's), a "
+                "finding's id, or one audit record's id.",
+            ),
         ],
     ) -> Annotated[CallToolResult, UndoReport]:
         undone = gm.steward_undo(id, actor="mcp")
         return text.texted(undone, text.undo_text(undone))
+
+    def sweep_archive(
+        dry_run: Annotated[
+            bool, Field(description="Only list them (default); false archives them.")
+        ] = True,
+    ) -> Annotated[CallToolResult, SweepReport]:
+        report = gm.sweep_archive(dry_run=dry_run, actor="mcp")
+        return text.texted(report, text.sweep_text(report))
+
+    def recount_references() -> Annotated[CallToolResult, ReferenceReport]:
+        report = gm.recount_references()
+        return text.texted(report, text.references_text(report))
+
+    def conflicts_report(
+        context: Annotated[str | None, Field(description="Only memories of this context.")] = None,
+        service: Annotated[str | None, Field(description="Only memories of this service.")] = None,
+    ) -> Annotated[CallToolResult, ConflictsReport]:
+        report = gm.conflicts_report(context=context, service=service)
+        return text.texted(report, text.conflicts_text(report))
+
+    def sediment_cycle(
+        dry_run: Annotated[
+            bool, Field(description="Only list the moves (default); false makes them.")
+        ] = True,
+    ) -> Annotated[CallToolResult, SedimentReport]:
+        report = gm.sediment_cycle(dry_run=dry_run, actor="mcp")
+        return text.texted(report, text.sediment_text(report))
+
+    def promote_sediment(
+        id: MemoryId,
+        layer: Annotated[
+            Layer | None, Field(description="Up to this layer (default: the next one up).")
+        ] = None,
+        note: Note = None,
+    ) -> Annotated[CallToolResult, SedimentMove]:
+        move = gm.promote_sediment(id, layer=layer, note=note, actor="mcp")
+        return text.texted(move, text.move_text(move))
+
+    def demote_sediment(
+        id: MemoryId,
+        layer: Annotated[
+            Layer | None, Field(description="Down to this layer (default: the next one down).")
+        ] = None,
+        note: Note = None,
+    ) -> Annotated[CallToolResult, SedimentMove]:
+        move = gm.demote_sediment(id, layer=layer, note=note, actor="mcp")
+        return text.texted(move, text.move_text(move))
 
     return [
         make_tool(lock, steward_run, text.RUN,
@@ -135,4 +199,15 @@ def steward_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         make_tool(lock, steward_report, text.REPORT, hints("Steward run report")),
         make_tool(lock, steward_undo, text.UNDO,
                   hints("Undo the steward", writes=True, destructive=True)),
+        make_tool(lock, sweep_archive, text.SWEEP,
+                  hints("Sweep old memory", writes=True, destructive=True)),
+        make_tool(lock, recount_references, text.RECOUNT,
+                  hints("Recount references", writes=True)),
+        make_tool(lock, conflicts_report, text.CONFLICTS, hints("Open conflicts")),
+        make_tool(lock, sediment_cycle, text.SEDIMENT,
+                  hints("Sediment cycle", writes=True, idempotent=False)),
+        make_tool(lock, promote_sediment, text.PROMOTE,
+                  hints("Promote a memory's layer", writes=True, idempotent=False)),
+        make_tool(lock, demote_sediment, text.DEMOTE,
+                  hints("Demote a memory's layer", writes=True, idempotent=False)),
     ]  # fmt: skip

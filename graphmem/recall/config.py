@@ -41,6 +41,13 @@ class RecallConfig(BaseModel):
     passage_full_count: int = Field(default=8, ge=1)
     w_recency: float = 0.02
     w_importance: float = 0.02
+    # sedimentation's layer (graphmem.steward.sediment), a feature and never a filter: small
+    # enough that a new memory at the surface that matches best still ranks first
+    # (docs/recall.md#features)
+    w_layer: float = Field(default=0.02, ge=0.0)
+    layer_value: dict[str, float] = Field(
+        default_factory=lambda: {"surface": 0.0, "episodic": 0.0, "semantic": 0.5, "character": 1.0}
+    )
     recency_half_life_days: float = 30.0
     # the answer hop's clues (graph.multihop.answer_hop), as a share of the best fused score
     w_answer: float = 0.3
@@ -114,6 +121,7 @@ RECIPES: dict[str, RecallConfig] = {
         w_date=0,
         w_recency=0,
         w_importance=0,
+        w_layer=0,
     ),
     "vector": RecallConfig(
         name="vector",
@@ -132,6 +140,7 @@ RECIPES: dict[str, RecallConfig] = {
         w_date=0,
         w_recency=0,
         w_importance=0,
+        w_layer=0,
     ),
     "rrf": RecallConfig(name="rrf", fusion="rrf"),
 }

@@ -337,6 +337,7 @@ def _score(
         age_days = max((now - memory.created_at).total_seconds() / 86400, 0.0)
         f["recency"] = math.pow(0.5, age_days / config.recency_half_life_days)
         f["importance"] = memory.importance
+        f["layer"] = config.layer_value.get(memory.layer, 0.0)
         f["asks"] = float(memory.asks)
         f["lifecycle"] = (
             config.lifecycle_factor.get(memory.lifecycle, 1.0) if judge_lifecycle else 1.0
@@ -358,6 +359,7 @@ def _score(
                 + config.w_date * f["date"]
                 + config.w_recency * f["recency"]
                 + config.w_importance * f["importance"]
+                + config.w_layer * f["layer"]
             )
         out.append((cand, base * f["lifecycle"]))
     return out
@@ -408,6 +410,7 @@ def _explain(cand: Candidate, filters: MemoryFilter, config: RecallConfig) -> di
             "session": config.w_session,
             "recency": config.w_recency,
             "importance": config.w_importance,
+            "layer": config.w_layer,
             "clue": config.w_answer,
             "passage": config.w_passage,
             "passage_turn": config.w_passage_turn,

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from graphmem.models import Layer as Layer  # re-exported: the steward models name layers
 from graphmem.models import Model, UtcDateTime
 
 StewardScope = Literal["duplicates", "conflicts", "stale", "canonical", "orphans", "all"]
@@ -45,6 +46,9 @@ FindingAction = Literal[
 FindingStatus = Literal["proposed", "pending", "applied", "dismissed"]
 FINDING_STATUSES: tuple[str, ...] = FindingStatus.__args__  # type: ignore[attr-defined]
 DEFAULT_AUTO: tuple[FindingKind, ...] = ("exact_duplicate", "expired_working")
+# what the extractors name with one object at a time (extractors/rules_extractor.py)
+SINGLE_VALUED: tuple[str, ...] = ("owned_by", "deployed_to", "migrated_to", "migrated_from")
+LAYERS: tuple[str, ...] = Layer.__args__  # type: ignore[attr-defined]  # bottom to top
 InboxSort = Literal["confidence", "newest", "oldest"]
 InboxResolution = Literal["apply", "dismiss"]
 
@@ -147,6 +151,11 @@ class StewardPolicy(Model):
         description="cosine from which two canonical entries, or a decision and a dead end, are "
         "about one thing",
     )
+    single_valued: list[str] = Field(
+        default_factory=lambda: list(SINGLE_VALUED),
+        description="predicates a subject holds one object of at a time: two memories giving "
+        'one subject two objects of these conflict ("uses" or "has" hold several at once)',
+    )
     stale_days: int = Field(
         default=180, ge=1, description="knowledge neither verified nor used for this long"
     )
@@ -170,11 +179,41 @@ class StewardPolicy(Model):
         ge=0,
         description="the owner runs the steward this often (and after a session closes); 0: never",
     )
+    sediment_settle_hours: float = Field(
+        default=24.0,
+        gt=0,
+        description="sedimentation: a surface memory older than this settles to episodic",
+    )
+    sediment_semantic_uses: int = Field(
+        default=3,
+        ge=1,
+        description="sedimentation: targeted uses that lift an episodic memory to semantic (one "
+        "reference does too)",
+    )
+    sediment_semantic_days: float = Field(
+        default=7.0,
+        ge=0,
+        description="sedimentation: ... once it is at least this many days old",
+    )
+    sediment_character_uses: int = Field(
+        default=10,
+        ge=1,
+        description="sedimentation: targeted uses that, with two references, lift a semantic "
+        "memory to character (canonical ones rise without)",
+    )
+    sediment_disuse_days: float = Field(
+        default=180.0,
+        gt=0,
+        description="sedimentation: a semantic or character memory (not canonical) neither used "
+        "nor moved for this long sinks one layer; a layer set by hand holds this long",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> StewardPolicy:
         if self.near_duplicate_cosine < self.duplicate_cosine:
             raise ValueError("near_duplicate_cosine must be at least duplicate_cosine")
+        if self.sediment_character_uses < self.sediment_semantic_uses:
+            raise ValueError("sediment_character_uses must be at least sediment_semantic_uses")
         return self
 
 
@@ -223,3 +262,47 @@ class ConflictsReport(Model):
 
     conflicts: list[Finding]
     in_inbox: int = Field(description="of them, already pending in the inbox")
+
+
+SedimentReason = Literal[
+    "settled",  # surface -> episodic: it outlived `sediment_settle_hours`
+    "used",  # episodic -> semantic: targeted uses or a reference, and old enough
+    "canonical",  # semantic -> character: canonical knowledge
+    "relied_on",  # semantic -> character: many targeted uses and references
+    "disused",  # down one layer: neither used nor moved for `sediment_disuse_days`
+    "by_hand",  # promote_sediment / demote_sediment
+]
+
+
+class SedimentMove(Model):
+    """One memory moved (a dry run: to be moved) from one layer to the next."""
+
+    memory: str = Field(description="the memory's id")
+    title: str = Field(description="its title, or the start of its content")
+    from_layer: Layer
+    to_layer: Layer
+    reason: SedimentReason
+    note: str | None = Field(default=None, description="why, when moved by hand")
+    run: str | None = Field(
+        default=None, description="moved by hand: the id to undo it with (steward_undo)"
+    )
+
+
+class SedimentReport(Model):
+    """What `sediment_cycle` moved (a dry run: would move); undo with the run's id."""
+
+    run: str | None = Field(default=None, description="the run to undo it with (not in a dry run)")
+    dry_run: bool
+    looked_at: int = Field(description="live memories considered")
+    moves: list[SedimentMove] = Field(
+        default_factory=list, description="the moves, up to 1,000 (`counts` has them all)"
+    )
+    unlisted: int = Field(default=0, description="moves left out of `moves`")
+    counts: dict[str, int] = Field(
+        default_factory=dict, description="moves by step: 'surface->episodic': 12, ..."
+    )
+    layers: dict[str, int] = Field(
+        default_factory=dict,
+        description="live memories in each layer after the cycle (a dry run: as they would be)",
+    )
+    seconds: float = 0.0

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from graphmem.embeddings.parallel import single_threaded_blas
 from graphmem.errors import (
     Conflict,
     GraphmemError,
@@ -29,7 +30,7 @@ from graphmem.errors import (
 )
 from graphmem.ids import new_id
 from graphmem.models import utcnow
-from graphmem.steward import detect
+from graphmem.steward import detect, sediment
 from graphmem.steward.models import (
     FINDING_KINDS,
     FINDING_STATUSES,
@@ -37,7 +38,10 @@ from graphmem.steward.models import (
     ConflictsReport,
     Finding,
     InboxPage,
+    Layer,
     ReferenceReport,
+    SedimentMove,
+    SedimentReport,
     StewardPolicy,
     StewardRun,
     StewardStatus,
@@ -128,7 +132,8 @@ class StewardOps:
             id=new_id(), scope=scope, dry_run=dry_run, context=context,  # type: ignore[arg-type]
             service=service, actor=actor, started_at=started,
         )  # fmt: skip
-        proposals = self._detect(scope, policy, context=context, service=service, now=started)
+        with single_threaded_blas(), self.store.background():  # cores stay free for requests
+            proposals = self._detect(scope, policy, context=context, service=service, now=started)
         for proposal in proposals:
             run.found[proposal.kind] = run.found.get(proposal.kind, 0) + 1
         known = self.store.known_findings([p.fingerprint for p in proposals])
@@ -193,13 +198,17 @@ class StewardOps:
         vectors = (
             self._vectors_of([r.id for r in rows]) if wants & {"duplicates", "conflicts"} else {}
         )
-        if "duplicates" in wants:
-            entities = self.store.entity_sets([r.id for r in rows])
-            found += detect.duplicates(rows, vectors, entities, policy)
-        if "conflicts" in wants:
+        conflicts: list[detect.Proposal] = []
+        if wants & {"duplicates", "conflicts"}:
             live = {r.id for r in rows}
             facts = [f for f in self.store.live_facts() if f[0] in live]
-            found += detect.fact_conflicts(facts, vectors)
+            conflicts = detect.fact_conflicts(facts, vectors, policy.single_valued)
+        if "duplicates" in wants:
+            entities = self.store.entity_sets([r.id for r in rows])
+            apart = {frozenset(c.targets) for c in conflicts}  # they disagree: not one note
+            found += detect.duplicates(rows, vectors, entities, policy, apart=apart)
+        if "conflicts" in wants:
+            found += conflicts
             found += detect.topic_conflicts(rows, vectors, self.store.avoid_pairs(), policy)
         if "stale" in wants:
             stale_before, expired_before = detect.stale_before(now, policy)
@@ -362,12 +371,19 @@ class StewardOps:
                 continue
             before, after = row["before"] or {}, row["after"] or {}
             changed = self._changed_since(after.get("memories", {}))
-            if changed:
+            moved = set(sediment.moved_since(self.store, after.get("layers", {})))
+            if changed or (moved and moved == set(after["layers"])):
+                changed = changed or min(moved)
                 report.skipped.append(
                     {"audit": row["id"], "why": f"{changed} changed since: undo it by hand"}
                 )
                 continue
             with self.store.transaction():
+                report.memories += sediment.restore(self.store, before.get("layers", {}), moved)
+                report.skipped += [
+                    {"audit": row["id"], "why": f"{m} moved since: undo it by hand"}
+                    for m in sorted(moved)
+                ]
                 for rel, source, target in after.get("edges", []):
                     self.store.delete_edge(rel, source, target)
                 for memory_id, state in before.get("memories", {}).items():
@@ -510,6 +526,30 @@ class StewardOps:
             conflicts.append(finding)
         return ConflictsReport(
             conflicts=conflicts, in_inbox=sum(f.status == "pending" for f in conflicts)
+        )
+
+    # -- sedimentation (graphmem.steward.sediment) ----------------------------------------------
+
+    def sediment_cycle(self, *, dry_run: bool = True, actor: str = "user") -> SedimentReport:
+        """Move live memories a layer up by age, targeted use and references, or down by
+        disuse (the policy's `sediment_*`); unless `dry_run`, undone by the report's run."""
+        self._usage.flush()  # the latest uses count
+        return sediment.cycle(self.store, self.steward_policy(), dry_run=dry_run, actor=actor)
+
+    def promote_sediment(
+        self, memory_id: str, *, layer: Layer | None = None, note: str | None = None,
+        actor: str = "user",
+    ) -> SedimentMove:  # fmt: skip
+        """One layer up, or up to `layer`; undone by the move's run."""
+        return sediment.by_hand(self.store, memory_id, up=True, layer=layer, note=note, actor=actor)
+
+    def demote_sediment(
+        self, memory_id: str, *, layer: Layer | None = None, note: str | None = None,
+        actor: str = "user",
+    ) -> SedimentMove:  # fmt: skip
+        """One layer down, or down to `layer`; undone by the move's run."""
+        return sediment.by_hand(
+            self.store, memory_id, up=False, layer=layer, note=note, actor=actor
         )
 
     # -- reports -------------------------------------------------------------------------------

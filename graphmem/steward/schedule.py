@@ -1,6 +1,6 @@
 """The steward in the owner process: a run every `schedule_hours` (the policy's), and one soon
-after a session closes, when what it stored may repeat what the store held. One run at a time,
-on its own thread, never on a request's."""
+after a session closes, when what it stored may repeat what the store held; each run is followed
+by a sediment cycle. One run at a time, on its own thread, never on a request's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import threading
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from graphmem.embeddings.parallel import single_threaded_blas
 from graphmem.errors import GraphmemError
 from graphmem.models import utcnow
 
@@ -67,12 +66,14 @@ class StewardSchedule:
                 with self._lock:
                     self._session_closed_at = None
                 self.busy = True
-                with single_threaded_blas():  # a core stays free for the requests meanwhile
-                    run = self._gm.steward_run("all", dry_run=False, actor="steward")
+                # a run keeps to one core itself (steward_run), leaving the rest to requests
+                run = self._gm.steward_run("all", dry_run=False, actor="steward")
                 log.info(
                     "steward (%s): %d found, %d applied, %d filed",
                     reason, sum(run.found.values()), run.applied, run.filed,
                 )  # fmt: skip
+                moved = self._gm.sediment_cycle(dry_run=False, actor="steward")
+                log.info("sediment: %s", moved.counts or "nothing moved")
             except GraphmemError as exc:
                 log.warning("steward run failed: %s", exc.message)
             except Exception:  # a bug must not stop the schedule, nor the owner

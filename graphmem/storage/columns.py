@@ -27,19 +27,26 @@ from graphmem.models import Memory, MemoryFilter, stored_time
 from graphmem.storage.row_ids import RowIds
 from graphmem.text import ends_asking
 
-MEMORY_FIELDS = (
+# what a write of a whole memory sets (`memory_to_row`)
+WRITTEN_FIELDS = (
     "id", "kind", "type", "title", "content", "tags", "context", "service", "importance",
     "confidence", "lifecycle", "metadata", "created_at", "updated_at", "valid_from", "valid_to",
     "owner", "verified_at", "verify_status", "session_id",
 )  # fmt: skip
-FIELDS = (*MEMORY_FIELDS, "search_text")
+# a Memory's fields as stored. `layer` (see graphmem.steward.sediment) is set by sedimentation,
+# and by an insert (an import keeps it), never by an update: a row written whole keeps it.
+MEMORY_FIELDS = (*WRITTEN_FIELDS, "layer")
+# the in-process columns: a Memory's fields and `search_text`, which recall reads but a Memory
+# does not carry (in the order the saved copies keep)
+FIELDS = (*WRITTEN_FIELDS, "search_text", "layer")
+_KEPT = ("layer",)
 Datetimes = npt.NDArray[np.datetime64]
 COLUMNS = ", ".join(f"m.{f}" for f in FIELDS)  # a RETURN clause over `m`
 # a memory that opens with "Name: " is a turn of a conversation, spoken by Name
 SPEAKER = re.compile(r"^(?P<name>[A-Z][a-z]+): ")
 _SCORING = (
     "id", "title", "created_at", "importance", "lifecycle", "session_id", "type", "kind",
-    "context", "service", "tags", "valid_from", "valid_to", "search_text",
+    "context", "service", "tags", "valid_from", "valid_to", "search_text", "layer",
 )  # fmt: skip
 
 
@@ -66,6 +73,7 @@ class ScoringRow:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     search_text: str = ""
+    layer: str = "surface"  # sedimentation's layer; a memory never moved is at the surface
     turn: bool = False  # a conversation turn: its content opens with "Name: "
     asks: bool = False  # a conversation turn that ends on a question (see `of`)
 
@@ -81,6 +89,7 @@ class ScoringRow:
         data["search_text"] = data["search_text"] or ""
         data["importance"] = data["importance"] if data["importance"] is not None else 0.5
         data["lifecycle"] = data["lifecycle"] or "active"
+        data["layer"] = data["layer"] or "surface"
         return cls(**data)
 
     @cached_property
@@ -121,10 +130,36 @@ class MemoryColumns:
         self._base_archived: list[str] | None = None  # ids archived in the base table
 
     def put(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Whole rows, every field of FIELDS (as `memory_to_row` gives them)."""
+        """Whole memories (as `memory_to_row` gives them): a field of _KEPT the row lacks keeps
+        the value held (a new memory's is None)."""
+        rows = list(rows)
+        lacking = [row["id"] for row in rows if any(f not in row for f in _KEPT)]
+        held = self.values(lacking, ("id", *_KEPT)) if lacking else {}
         for row in rows:
-            self._overlay[row["id"]] = {f: row.get(f) for f in FIELDS}
+            kept = held.get(row["id"], {})
+            self._overlay[row["id"]] = {f: row[f] if f in row else kept.get(f) for f in FIELDS}
             self._stale.discard(row["id"])
+
+    def set_layers(self, layers: Mapping[str, str | None]) -> None:
+        """New layers of some memories, set in place: a cycle moves thousands at once, too many
+        to read again one by one (~5 ms at 100k rows)."""
+        for memory_id, layer in layers.items():
+            row = self._overlay.get(memory_id)
+            if row is not None:
+                row["layer"] = layer
+        in_table = [i for i in layers if i not in self._overlay]
+        at = self._ids.rows(in_table)
+        found = at >= 0
+        if not found.any():
+            return
+        column = self.table["layer"].to_numpy(zero_copy_only=False).astype(object)
+        column[at[found]] = [
+            layers[i] for i, ok in zip(in_table, found.tolist(), strict=True) if ok
+        ]
+        position = self.table.schema.get_field_index("layer")
+        self.table = self.table.set_column(
+            position, "layer", pa.array(column.tolist(), pa.string())
+        )
 
     def drop(self, ids: Iterable[str]) -> None:
         for memory_id in ids:

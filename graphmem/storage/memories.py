@@ -25,6 +25,7 @@ from graphmem.storage.columns import (
     COLUMNS,
     FIELDS,
     MEMORY_FIELDS,
+    WRITTEN_FIELDS,
     MemoryColumns,
     ScoringRow,
     memory_from_values,
@@ -36,7 +37,7 @@ from graphmem.text import index_text
 
 _FIELDS = MEMORY_FIELDS
 RETURN_MEMORY = ", ".join(f"m.{f}" for f in _FIELDS)
-_SET_FIELDS = [f for f in _FIELDS if f != "id"] + ["search_text"]
+_SET_FIELDS = [f for f in WRITTEN_FIELDS if f != "id"] + ["search_text"]
 _TIMES = {"created_at", "updated_at", "valid_from", "valid_to", "verified_at"}
 POINT_LOOKUPS = 32  # up to this many ids, primary-key lookups beat Kùzu's hash join
 _ARROW_TYPES = {
@@ -62,7 +63,8 @@ def row_to_memory(row: Sequence[Any]) -> Memory:
 
 
 def memory_to_row(memory: Memory) -> dict[str, Any]:
-    row = memory.model_dump(include=set(_FIELDS))
+    """What a write of the whole memory sets; not its `layer`, which sedimentation owns."""
+    row = memory.model_dump(include=set(WRITTEN_FIELDS))
     for field in _TIMES:  # the in-process columns compare them with what Kùzu returns
         if row[field] is not None:
             row[field] = stored_time(row[field])
@@ -142,7 +144,9 @@ class MemoryRepository(VectorTables):
         if not memories:
             return 0
         rows = [memory_to_row(m) for m in memories]
-        columns = ("id", *_SET_FIELDS)
+        for row, memory in zip(rows, memories, strict=True):  # an import keeps its layer
+            row["layer"] = None if memory.layer == "surface" else memory.layer
+        columns = ("id", *_SET_FIELDS, "layer")
         table = pa.table(
             {f: pa.array([r[f] for r in rows], _ARROW_TYPES.get(f, pa.string())) for f in columns}
         )
@@ -292,6 +296,19 @@ class MemoryRepository(VectorTables):
                     self._search_unsaved = True
 
         self.after_commit(mark)
+
+    def layers_changed(self, layers: dict[str, str | None]) -> None:
+        """Sedimentation set these memories' layers: as `memories_changed`, but the columns
+        take the new values in place once the transaction commits."""
+        self.content_changed()
+
+        def put() -> None:
+            with self._search_lock:
+                if self._columns is not None:
+                    self._columns.set_layers(layers)
+                    self._search_unsaved = True
+
+        self.after_commit(put)
 
     def session_ids(self, ids: Sequence[str]) -> dict[str, str]:
         """The session of each memory that has one, from the in-process columns."""

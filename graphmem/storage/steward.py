@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import pyarrow as pa
+
 from graphmem.errors import NotFound
 from graphmem.ids import new_id
-from graphmem.models import as_utc, utcnow
+from graphmem.models import as_utc, stored_time, utcnow
 from graphmem.storage.sessions import SessionRepository
 
 FINDING_FIELDS = (
@@ -242,14 +244,22 @@ class StewardRepository(SessionRepository):
         return [tuple(row) for row in rows]
 
     def entity_sets(self, memory_ids: Sequence[str]) -> dict[str, set[str]]:
-        """The entities each memory mentions."""
-        found: dict[str, set[str]] = {}
-        for start in range(0, len(memory_ids), 5000):
-            rows = self.read(
-                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN m.id, e.id",
-                {"ids": list(memory_ids[start : start + 5000])},
+        """The entities each memory mentions: for many memories, every live memory's mentions
+        in one scan (an `IN` list of thousands of ids costs Kùzu a comparison per id per row:
+        0.7 s at 10k memories against 0.1 s)."""
+        wanted = set(memory_ids)
+        if len(wanted) > 1000:
+            rows = self.read_tuples(
+                f"MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE {LIVE} RETURN m.id, e.id"
             )
-            for memory_id, entity_id in rows:
+        else:
+            rows = self.read_tuples(
+                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN m.id, e.id",
+                {"ids": list(wanted)},
+            )
+        found: dict[str, set[str]] = {}
+        for memory_id, entity_id in rows:
+            if memory_id in wanted:
                 found.setdefault(memory_id, set()).add(entity_id)
         return found
 
@@ -407,6 +417,64 @@ class StewardRepository(SessionRepository):
                     "MERGE (a:EntityAlias {norm: $norm}) SET a.entity = $id",
                     {"norm": alias, "id": row["id"]},
                 )
+
+    # -- sedimentation -------------------------------------------------------------------------
+
+    def sediment_table(self) -> pa.Table:
+        """What the sediment cycle decides by, for every live memory (sessions' own records left
+        out), in one arrow scan: id, layer, layer_at, layer_by, lifecycle, created_at,
+        accessed_at, targeted (uses an id or a filter asked for)."""
+        return self.read_arrow(
+            f"MATCH (m:Memory) WHERE {LIVE} AND NOT m.kind IN ['summary', 'checkpoint'] "
+            "RETURN m.id AS id, m.layer AS layer, m.layer_at AS layer_at, "
+            "m.layer_by AS layer_by, m.lifecycle AS lifecycle, m.created_at AS created_at, "
+            "m.accessed_at AS accessed_at, coalesce(m.targeted_count, 0) AS targeted"
+        )
+
+    def layer_states(
+        self, memory_ids: Sequence[str]
+    ) -> dict[str, tuple[str | None, datetime | None, str | None]]:
+        """(layer, layer_at, layer_by) of each memory found, as stored (a null layer: surface)."""
+        rows = self.read(
+            "UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id, m.layer, m.layer_at, "
+            "m.layer_by",
+            {"ids": list(memory_ids)},
+        )
+        return {row[0]: (row[1], row[2], row[3]) for row in rows}
+
+    def memory_labels(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        """Each memory's title, or the start of its content."""
+        rows = self.read(
+            "UNWIND $ids AS i MATCH (m:Memory {id: i}) "
+            "RETURN m.id, coalesce(m.title, substring(m.content, 1, 80))",
+            {"ids": list(memory_ids)},
+        )
+        return {row[0]: row[1] or "" for row in rows}
+
+    def set_layers(
+        self, layers: Sequence[tuple[str, str | None, datetime | None, str | None]]
+    ) -> None:
+        """Set (id, layer, layer_at, layer_by) of each memory, in the caller's transaction or
+        one of its own; recall's columns follow once it commits. Loaded from arrow: Kùzu takes
+        10,000 rows in ~0.06 s so, and ~2.4 s as an UNWIND of maps."""
+        ids, names, times, how = zip(*layers, strict=True) if layers else ((), (), (), ())
+        table = pa.table(
+            {
+                "id": pa.array(ids, pa.string()),
+                "layer": pa.array(names, pa.string()),
+                "at": pa.array([None if t is None else stored_time(t) for t in times],
+                               pa.timestamp("us")),
+                "by": pa.array(how, pa.string()),
+            }
+        )  # fmt: skip
+        with self.transaction():
+            for start in range(0, len(ids), 50_000):
+                self.query_result(
+                    "LOAD FROM $rows MATCH (m:Memory {id: id}) "
+                    "SET m.layer = layer, m.layer_at = at, m.layer_by = by",
+                    {"rows": table.slice(start, 50_000)},
+                )
+            self.layers_changed(dict(zip(ids, names, strict=True)))
 
     # -- what an undo restores ------------------------------------------------------------------
 

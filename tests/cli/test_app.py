@@ -22,7 +22,9 @@ def test_the_command_map_names_every_command_and_its_module() -> None:
     found = _commands(cli.build())
     top = {name: module for name, module in found.items() if module is not None}
     assert {name: f"graphmem.cli.{module}" for name, module in cli.COMMANDS.items()} == top
-    assert set(found) - set(top) == {"db", "daemon", "canonical", "repo", "session", "steward"}
+    assert set(found) - set(top) == {
+        "db", "daemon", "canonical", "repo", "session", "steward", "sediment",
+    }  # fmt: skip
 
 
 def test_a_named_command_builds_only_its_module_and_stays_a_group() -> None:

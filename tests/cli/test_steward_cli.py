@@ -1,11 +1,13 @@
-"""`graphmem steward`: run (dry, then filing), the inbox, resolve, the policy, status, report and
-undo; each with --json, and errors as one line with their exit code."""
+"""`graphmem steward`: run (dry, then filing), the inbox, resolve, the policy, status, report,
+undo, sweep, recount and conflicts; each with --json, and errors as one line with their exit
+code."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from graphmem.cli.app import app
 from graphmem.cli.steward import parse_assignments
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput
+from graphmem.models import utcnow
 from graphmem.service import open_store
 
 COPY = "Deploys go through ArgoCD; never [bold]kubectl apply[/bold] to production by hand."
@@ -53,8 +56,10 @@ def as_json(result: Result) -> Any:
 
 
 def lifecycle(home: Path, memory_id: str) -> str:
+    """Read without `get`, which would count as a use (and a used memory is never swept)."""
     with open_store(home, embedder=HashEmbedder()) as gm:
-        return gm.get(memory_id).lifecycle
+        rows = gm.cypher("MATCH (m:Memory {id: $id}) RETURN m.lifecycle", {"id": memory_id}).rows
+    return str(rows[0][0])
 
 
 def test_run_files_findings_and_the_inbox_resolves_them(
@@ -161,7 +166,7 @@ def test_assignments_are_json_when_they_parse_and_strings_otherwise() -> None:
 @pytest.mark.parametrize(
     "command",
     [["run"], ["inbox"], ["resolve"], ["policy"], ["policy", "set"], ["status"], ["report"],
-     ["undo"]],
+     ["undo"], ["sweep"], ["recount"], ["conflicts"]],
 )  # fmt: skip
 def test_every_steward_command_accepts_json_and_home(
     invoke: Callable[..., Result], command: list[str]
@@ -169,3 +174,90 @@ def test_every_steward_command_accepts_json_and_home(
     result = invoke("steward", *command, "--help")
     assert result.exit_code == 0, result.output
     assert "--json" in result.stdout and "--home" in result.stdout
+
+
+def test_a_sweep_lists_old_chatter_then_archives_it_and_undo_restores_it(
+    invoke: Callable[..., Result], home: Path
+) -> None:
+    long_ago = utcnow() - timedelta(days=400)
+    with open_store(home, embedder=HashEmbedder()) as gm:
+        chatter = gm.remember("ok, sounds good", type="episodic", importance=0.2,
+                              created_at=long_ago).id  # fmt: skip
+        decision = gm.remember("we chose Postgres", kind="decision", type="episodic",
+                               importance=0.2, created_at=long_ago).id  # fmt: skip
+        recent = gm.remember("ok, thanks", type="episodic", importance=0.2).id
+
+    dry = invoke("steward", "sweep")
+    assert dry.exit_code == 0, dry.stderr
+    assert "dry run: would archive 1 memories" in dry.stdout and chatter in dry.stdout
+    assert "older than 365 days, importance at most 0.3" in dry.stdout
+    assert decision not in dry.stdout and recent not in dry.stdout
+    assert lifecycle(home, chatter) == "active"  # listed, not archived
+
+    swept = as_json(invoke("steward", "sweep", "--apply", "--json"))
+    assert (swept["dry_run"], swept["archived"]) == (False, [chatter]) and swept["run"]
+    assert lifecycle(home, chatter) == "archived" and lifecycle(home, decision) == "active"
+    assert "nothing to sweep" in invoke("steward", "sweep").stdout
+
+    undone = invoke("steward", "undo", swept["run"])
+    assert undone.exit_code == 0 and "undone 1 actions" in undone.stdout
+    assert lifecycle(home, chatter) == "active"
+
+
+def test_a_sweep_with_apply_says_how_to_undo_it(invoke: Callable[..., Result], home: Path) -> None:
+    with open_store(home, embedder=HashEmbedder()) as gm:
+        chatter = gm.remember("ok", type="working", importance=0.1,
+                              created_at=utcnow() - timedelta(days=400)).id  # fmt: skip
+    swept = invoke("steward", "sweep", "--apply")
+    assert swept.exit_code == 0, swept.stderr
+    assert "archived 1 memories in run " in swept.stdout and chatter in swept.stdout
+    assert "graphmem steward undo " in swept.stdout
+
+
+def test_recount_reports_what_points_at_each_memory(
+    invoke: Callable[..., Result], home: Path
+) -> None:
+    with open_store(home, embedder=HashEmbedder()) as gm:
+        dead_end = gm.store_dead_end(attempted_approach="Redis MULTI across slots",
+                                     why_failed="cluster mode refuses it").id  # fmt: skip
+        gm.store_decision(decision="Use Lua scripts per slot", rationale="atomic",
+                          avoids=[dead_end])  # fmt: skip
+
+    shown = invoke("steward", "recount")
+    assert shown.exit_code == 0, shown.stderr
+    assert "recounted 2 live memories: 1 referenced" in shown.stdout
+    assert f"  {dead_end}  1" in shown.stdout
+    report = as_json(invoke("steward", "recount", "--json"))
+    assert (report["memories"], report["top"]) == (2, [{"id": dead_end, "references": 1}])
+    with open_store(home, embedder=HashEmbedder()) as gm:
+        rows = gm.cypher("MATCH (m:Memory {id: $id}) RETURN m.reference_count", {"id": dead_end})
+    assert rows.rows == [[1]]
+
+
+def test_conflicts_lists_a_planted_conflict_and_whether_it_waits_in_the_inbox(
+    invoke: Callable[..., Result], home: Path
+) -> None:
+    text = "Cache user sessions in Redis cluster mode across slots"
+    with open_store(home, embedder=HashEmbedder()) as gm:
+        decision = gm.remember(text, kind="decision", context="auth").id
+        dead_end = gm.remember(text + ".", kind="dead_end", context="auth").id
+
+    assert invoke("steward", "conflicts", "--context", "billing").stdout == "no conflicts\n"
+    shown = invoke("steward", "conflicts")
+    assert shown.exit_code == 0, shown.stderr
+    assert "1 conflicts, 0 pending in the inbox" in shown.stdout
+    assert "proposed  decision_dead_end" in shown.stdout
+    assert f"about: {decision}, {dead_end}" in shown.stdout
+    assert "--scope conflicts --apply" in shown.stdout
+    assert as_json(invoke("steward", "inbox", "--json"))["pending"] == 0  # it filed nothing
+
+    assert invoke("steward", "run", "--scope", "conflicts", "--apply").exit_code == 0
+    report = as_json(invoke("steward", "conflicts", "--context", "auth", "--json"))
+    (conflict,) = report["conflicts"]
+    assert report["in_inbox"] == 1 and conflict["targets"] == [decision, dead_end]
+    (finding,) = as_json(invoke("steward", "inbox", "--json"))["items"]
+    assert (conflict["status"], conflict["id"]) == ("pending", finding["id"])
+    assert finding["id"] in invoke("steward", "conflicts").stdout
+    elsewhere = as_json(invoke("steward", "conflicts", "--context", "billing", "--json"))
+    assert elsewhere == {"conflicts": [], "in_inbox": 0}
+    assert as_json(invoke("steward", "conflicts", "--service", "web", "--json"))["conflicts"] == []

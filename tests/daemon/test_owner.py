@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,22 @@ from graphmem.daemon.paths import live_owner, owner_file
 from graphmem.daemon.protocol import METHODS
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound, StoreLocked
+from graphmem.models import utcnow
 from graphmem.process import pid_alive
 from graphmem.service import PASSAGES_PENDING, GraphMemory
 from graphmem.settings import load_settings
-from graphmem.steward.models import Finding, StewardPolicy, StewardRun, StewardStatus, UndoReport
+from graphmem.steward.models import (
+    ConflictsReport,
+    Finding,
+    ReferenceReport,
+    SedimentMove,
+    SedimentReport,
+    StewardPolicy,
+    StewardRun,
+    StewardStatus,
+    SweepReport,
+    UndoReport,
+)
 from graphmem.storage import connection
 
 
@@ -117,6 +130,49 @@ def test_the_steward_round_trips_through_the_owner(owner: Owner) -> None:
             remote.steward_report("no-such-run")
         with pytest.raises(InvalidInput, match="unknown policy fields"):
             remote.steward_policy({"stale": 1})
+
+
+def test_sweeping_recounting_and_the_conflicts_report_go_through_the_owner(owner: Owner) -> None:
+    with client(owner) as remote:
+        chatter = remote.remember("ok, sounds good", type="episodic", importance=0.2,
+                                  created_at=utcnow() - timedelta(days=400)).id  # fmt: skip
+        text = "Cache user sessions in Redis cluster mode across slots"
+        decision = remote.remember(text, kind="decision", context="auth").id
+        dead_end = remote.remember(text + ".", kind="dead_end", context="auth").id
+        dry = remote.sweep_archive()
+        assert isinstance(dry, SweepReport) and dry.archived == [chatter] and dry.run is None
+        swept = remote.sweep_archive(dry_run=False, actor="test")
+        assert swept.archived == [chatter] and swept.run is not None
+        assert remote.steward_undo(swept.run, actor="test").memories == [chatter]
+        counted = remote.recount_references()
+        assert isinstance(counted, ReferenceReport) and counted.memories == 3
+        report = remote.conflicts_report(context="auth")
+        assert isinstance(report, ConflictsReport)
+        assert [c.targets for c in report.conflicts] == [[decision, dead_end]]
+        assert remote.conflicts_report(service="web").conflicts == []
+
+
+def test_sedimentation_goes_through_the_owner(owner: Owner) -> None:
+    with client(owner) as remote:
+        settled = remote.remember("The gateway returns 502 when the pool is exhausted",
+                                  created_at=utcnow() - timedelta(days=2)).id  # fmt: skip
+        dry = remote.sediment_cycle()
+        assert isinstance(dry, SedimentReport) and dry.run is None
+        assert [(m.memory, m.to_layer) for m in dry.moves] == [(settled, "episodic")]
+        cycle = remote.sediment_cycle(dry_run=False, actor="test")
+        assert cycle.run is not None and remote.get(settled).layer == "episodic"
+        up = remote.promote_sediment(settled, layer="character", note="team rule", actor="test")
+        assert isinstance(up, SedimentMove) and (up.from_layer, up.to_layer) == (
+            "episodic", "character",
+        )  # fmt: skip
+        down = remote.demote_sediment(settled, actor="test")
+        assert down.to_layer == "semantic" and down.run is not None
+        assert remote.steward_undo(down.run, actor="test").memories == [settled]
+        assert remote.get(settled).layer == "character"
+        with pytest.raises(InvalidInput, match="layer must be one of"):
+            remote.promote_sediment(settled, layer="bedrock")  # type: ignore[arg-type]
+        with pytest.raises(NotFound):
+            remote.demote_sediment("no-such-id")
 
 
 def test_every_api_method_is_served_by_the_owner_and_forwarded_by_the_client() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from graphmem.documents.ignore import SKIP_DIRS, is_binary, looks_binary, scan, walk_files
@@ -280,6 +280,8 @@ def _materialise(root: Path, files: list[str], ignores: dict[str, list[str]]) ->
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(repo=_repos())
+# a negation re-including a folder (`!b`) does not re-include what `a/**` ignores inside it
+@example(repo=(["a/a", "a/b/a"], {"a": ["!b"], "": ["a/**"]}))
 def test_the_walk_agrees_with_git_about_what_is_ignored(
     tmp_path: Path, repo: tuple[list[str], dict[str, list[str]]]
 ) -> None:

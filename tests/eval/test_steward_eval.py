@@ -19,9 +19,11 @@ import eval.__main__ as cli
 from eval import locomo
 from eval.paraphrase import content_words, exact_variant, normalised, paraphrase
 from eval.steward import KNOWLEDGE_KINDS, Corpus, Truth, build, generate
+from eval.steward_load import queries_from, run_load
 from eval.steward_run import results_name, run_pollution
 from eval.steward_score import score, wrong_automatic
 from graphmem import open_store
+from graphmem.daemon.client import live_owner
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.steward.models import FINDING_KINDS, StewardPolicy
 
@@ -277,6 +279,23 @@ def test_steward_run_end_to_end_on_a_small_store(tmp_path: Path) -> None:
         "duplicates_precision", "duplicates_recall", "conflicts_precision",
         "conflicts_recall", "stale_precision", "wrong_automatic_actions",
     }  # fmt: skip
+
+
+def test_recall_is_timed_through_the_owner_idle_and_while_the_steward_runs(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / ".graphmem"
+    texts = [f"The {area} service is deployed to eu-west-{i % 3 + 1} by the platform team"
+             for i, area in enumerate(("billing", "orders", "search", "ledger", "mailer") * 8)]  # fmt: skip
+    with open_store(home, embedder=HashEmbedder(), extract_on_write=False) as gm:
+        gm.remember_many([{"content": text, "context": "platform"} for text in texts])
+
+    load = run_load(home, "hash", queries_from(texts, 10, seed=1), max_runs=1)
+
+    assert load["steward_runs"] == 1 and load["found"] > 0  # the copies are duplicates
+    assert load["recall_idle"]["n"] == 200
+    assert load["steward_run_seconds"] >= 0 and load["recall_during_run"]["n"] >= 0
+    assert live_owner(home) is None  # stopped
 
 
 def test_steward_run_merges_a_polluted_conversation() -> None:

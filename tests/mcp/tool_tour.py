@@ -31,7 +31,9 @@ ALL_TOOLS = frozenset(
         "expand_section", "repo_list", "repo_read", "repo_search", "close_session",
         "review_session_changes", "resolve_review_item", "accept_session_changes",
         "resolve_review_queue", "steward_run", "steward_inbox", "steward_inbox_resolve",
-        "steward_policy", "steward_status", "steward_report", "steward_undo",
+        "steward_policy", "steward_status", "steward_report", "steward_undo", "sweep_archive",
+        "recount_references", "conflicts_report", "sediment_cycle", "promote_sediment",
+        "demote_sediment",
     }
 )  # fmt: skip
 DETAIL_TOOLS = frozenset(
@@ -417,6 +419,41 @@ async def run_tour(call: Caller, detail: Detail = "compact") -> Tour:
     again = await ok("steward_undo", id=applied["run"])
     assert again["undone"] == [] and again["skipped"]
     await refused("steward_undo", id="no-such-run")
+
+    # -- sweeping, reference counts, the conflicts report -----------------------------------------
+    planned = await ok("sweep_archive")
+    assert planned["dry_run"] and planned["run"] is None
+    await ok("sweep_archive", dry_run=False)  # nothing here is a year old: nothing to archive
+    await refused("sweep_archive", dry_run="perhaps")
+    counted = await ok("recount_references")
+    assert counted["memories"] > 0 and counted["referenced"] >= 1  # the dead end a decision avoids
+    await refused("recount_references", limit=5)
+    approach = "Shard the sessions table by tenant id across four Postgres hosts"
+    conflicting = {
+        (await ok("store_memory", content=approach, kind=kind, context="auth",
+                  service="sessions-api"))["id"]
+        for kind in ("decision", "dead_end")
+    }  # fmt: skip
+    report = await ok("conflicts_report")
+    assert any(set(c["targets"]) == conflicting for c in report["conflicts"]), report
+    await ok("steward_run", scope="conflicts", dry_run=False, context="auth")
+    report = await ok("conflicts_report", context="auth", service="sessions-api")
+    (filed,) = [c for c in report["conflicts"] if set(c["targets"]) == conflicting]
+    assert filed["status"] == "pending" and report["in_inbox"] >= 1
+    await refused("conflicts_report", scope="conflicts")
+
+    # -- sedimentation: a cycle, moves by hand, undo ----------------------------------------------
+    cycle = await ok("sediment_cycle")
+    assert cycle["dry_run"] and cycle["run"] is None and cycle["looked_at"] > 0
+    await ok("sediment_cycle", dry_run=False)
+    await refused("sediment_cycle", dry_run="perhaps")
+    up = await ok("promote_sediment", id=bare["id"], layer="character", note="the tour")
+    assert up["to_layer"] == "character" and up["note"] == "the tour"
+    down = await ok("demote_sediment", id=bare["id"])
+    assert (down["from_layer"], down["to_layer"], down["note"]) == ("character", "semantic", None)
+    await refused("promote_sediment", id=bare["id"], layer="bedrock")
+    await refused("demote_sediment", id="no-such-memory")
+    await ok("steward_undo", id=down["run"])
 
     gone = await ok("store_memory", content="a scratch note to delete", type="working")
     await ok("delete_memory", id=gone["id"])
