@@ -384,18 +384,29 @@ class EntityRepository(KnowledgeRepository):
         labels, other than the people and the entities `besides`."""
         if not people or not labels:
             return []
-        return self.read_tuples(
-            "MATCH (p:Entity)<-[:MENTIONS]-(m:Memory)-[:MENTIONS]->(x:Entity) "
-            "WHERE p.id IN $people AND p.label = 'person' AND x.label IN $labels "
-            "AND NOT x.id IN $skip AND m.lifecycle <> 'archived' "
-            "RETURN m.id, p.id, x.id, x.name LIMIT $limit",
-            {
-                "people": list(people),
-                "labels": list(labels),
-                "skip": [*people, *besides],
-                "limit": limit,
-            },
+        return self._per_person(
+            people,
+            limit,
+            "MATCH (p:Entity {id: $person})<-[:MENTIONS]-(m:Memory)-[:MENTIONS]->(x:Entity) "
+            "WHERE p.label = 'person' AND x.label IN $labels AND NOT x.id IN $skip "
+            "AND m.lifecycle <> 'archived' RETURN m.id, p.id, x.id, x.name LIMIT $limit",
+            {"labels": list(labels), "skip": [*people, *besides]},
         )
+
+    def _per_person(
+        self, people: Sequence[str], limit: int, query: str, params: dict[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        """A walk from each person in turn, by primary key, until `limit` rows: Kùzu 0.11.3
+        starts `WHERE p.id IN $people` with a scan and a join (0.46 s from a person named
+        945 times in a 10k store) where `{id: $person}` is an index lookup (3 ms)."""
+        rows: list[tuple[Any, ...]] = []
+        for person in dict.fromkeys(people):
+            if len(rows) >= limit:
+                break
+            rows += self.read_tuples(
+                query, {**params, "person": person, "limit": limit - len(rows)}
+            )
+        return rows
 
     def facts_of_people(
         self, people: Sequence[str], verbs: Sequence[str], *, limit: int
@@ -405,13 +416,15 @@ class EntityRepository(KnowledgeRepository):
         one of the verbs ("visit", "go" of "go_to"), with the live memories they came from."""
         if not people or not verbs:
             return []
-        return self.read_tuples(
-            "MATCH (p:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity), "
+        return self._per_person(
+            people,
+            limit,
+            "MATCH (p:Entity {id: $person})<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity), "
             "(f)-[:EXTRACTED_FROM]->(m:Memory) "
-            "WHERE p.id IN $people AND p.label = 'person' "
-            "AND split_part(f.predicate, '_', 1) IN $verbs AND m.lifecycle <> 'archived' "
+            "WHERE p.label = 'person' AND split_part(f.predicate, '_', 1) IN $verbs "
+            "AND m.lifecycle <> 'archived' "
             "RETURN m.id, p.id, f.predicate, o.id, o.name LIMIT $limit",
-            {"people": list(people), "verbs": list(verbs), "limit": limit},
+            {"verbs": list(verbs)},
         )
 
     def facts_between(self, entity_ids: Sequence[str]) -> list[tuple[str, str, str, str]]:

@@ -230,11 +230,9 @@ class StewardRepository(SessionRepository):
     ) -> list[tuple[str, str, str | None, str, str | None, str, float, int, datetime]]:
         """(id, kind, context, content, title, lifecycle, importance, access count, created) of
         every live memory, sessions' own records left out."""
-        clauses, params = [LIVE, "NOT m.kind IN ['summary', 'checkpoint']"], {}
-        for name, value in (("context", context), ("service", service)):
-            if value is not None:
-                clauses.append(f"m.{name} = ${name}")
-                params[name] = value
+        clauses = [LIVE, "NOT m.kind IN ['summary', 'checkpoint']"]
+        params: dict[str, Any] = {}
+        _scope(clauses, params, context=context, service=service)
         rows = self.read(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} RETURN m.id, m.kind, m.context, "
             "m.content, m.title, m.lifecycle, m.importance, coalesce(m.access_count, 0), "
@@ -297,10 +295,7 @@ class StewardRepository(SessionRepository):
             "(m.accessed_at IS NULL OR m.accessed_at < $before)", "m.created_at < $before",
         ]  # fmt: skip
         params: dict[str, Any] = {"before": before}
-        for name, value in (("context", context), ("service", service)):
-            if value is not None:
-                clauses.append(f"m.{name} = ${name}")
-                params[name] = value
+        _scope(clauses, params, context=context, service=service)
         rows = self.read(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} "
             "RETURN m.id, m.kind, m.verified_at, m.accessed_at, m.created_at",
@@ -313,10 +308,7 @@ class StewardRepository(SessionRepository):
     ) -> list[tuple[str, datetime]]:
         clauses = [LIVE, "m.type = 'working'", "m.created_at < $before"]
         params: dict[str, Any] = {"before": before}
-        for name, value in (("context", context), ("service", service)):
-            if value is not None:
-                clauses.append(f"m.{name} = ${name}")
-                params[name] = value
+        _scope(clauses, params, context=context, service=service)
         rows = self.read(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} RETURN m.id, m.created_at", params
         )
@@ -504,3 +496,13 @@ class StewardRepository(SessionRepository):
             f"MATCH (a:Memory {{id: $a}})-[r:{rel}]->(b:Memory {{id: $b}}) DELETE r",
             {"a": source, "b": target},
         )
+
+
+def _scope(
+    clauses: list[str], params: dict[str, Any], *, context: str | None, service: str | None
+) -> None:
+    """Narrow a memory match to a context and a service, when given."""
+    for name, value in (("context", context), ("service", service)):
+        if value is not None:
+            clauses.append(f"m.{name} = ${name}")
+            params[name] = value
