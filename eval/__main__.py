@@ -163,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also recall latency through the store's owner, idle and while the steward runs",
     )
+    steward.add_argument(
+        "--extract-sources",
+        help="comma-separated sources (docs, facts, locomo, longmemeval) whose memories get "
+        "entities and facts (default: all); the others are imported after, unextracted",
+    )
     steward.add_argument("--out", type=Path, help="default eval/results/steward_<N>.json")
     args = parser.parse_args(argv)
 
@@ -172,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run_steward(
             args.bench, args.memories, rate=args.rate, seed=args.seed, embedding=args.embedding,
             pollution=args.pollution, load=args.load,
+            extract_sources=args.extract_sources.split(",") if args.extract_sources else None,
             progress=lambda msg: print(msg, file=sys.stderr),
         )  # fmt: skip
         _write(result, args.out or Path("eval/results") / results_name(args.memories))

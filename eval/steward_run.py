@@ -29,7 +29,13 @@ from eval.metrics import evidence_recall, mean
 from eval.paraphrase import content_words, paraphrase
 from eval.steward import Corpus, Pair, Truth, build, generate
 from eval.steward_load import queries_from, run_load
-from eval.steward_score import FAMILIES, matches, score, wrong_automatic
+from eval.steward_score import (
+    FAMILIES,
+    duplicates_by_source,
+    matches,
+    score,
+    wrong_automatic,
+)
 from eval.steward_texts import jaccard
 from graphmem import open_store
 from graphmem.embeddings.base import Embedder
@@ -110,6 +116,7 @@ def run_steward(
     embedding: str = "local",
     pollution: bool = False,
     load: bool = False,
+    extract_sources: Sequence[str] | None = None,
     progress: Progress = _quiet,
 ) -> dict[str, Any]:
     """Build, run the steward, score (see the module's doc); with `pollution`, the recall
@@ -123,7 +130,10 @@ def run_steward(
     with tempfile.TemporaryDirectory(prefix="steward-eval-") as tmp:
         home = Path(tmp) / ".graphmem"
         with open_store(home, embedder=embedder, extract_on_write=False) as gm:
-            built = {"generate": generated, **build(gm, corpus, progress)}
+            built = {
+                "generate": generated,
+                **build(gm, corpus, progress, extract_sources=extract_sources),
+            }
             stats = gm.stats()
             readable = readable_conflicts(gm, corpus.truth)
             policy = gm.steward_policy()
@@ -139,6 +149,7 @@ def run_steward(
             progress("recall through the owner, idle and while the steward runs")
             texts = [item["content"] for item in corpus.items]
             busy = run_load(home, embedding, queries_from(texts, 500, seed))
+    sources = {item["id"]: item["metadata"]["source"] for item in corpus.items}
     result: dict[str, Any] = {
         "benchmark": "steward",
         "memories": len(corpus.items),
@@ -162,6 +173,7 @@ def run_steward(
             "bytes_per_memory": round(stats.store_bytes / max(stats.total, 1)),
         },
         "build_seconds": built,
+        "extracted_sources": sorted(extract_sources) if extract_sources else "all",
         "conflicts_the_extractor_reads": readable,
         "policy": policy.model_dump(mode="json"),
         "steward": {
@@ -174,6 +186,7 @@ def run_steward(
         },
         **score(dry.findings, corpus.truth),
         "automatic": wrong_automatic(applied.findings, corpus.truth),
+        "duplicates_by_source": duplicates_by_source(dry.findings, corpus.truth, sources),
         "wrong_examples": _examples(dry.findings, corpus),
     }
     result["targets"]["wrong_automatic_actions"] = {

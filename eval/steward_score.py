@@ -117,6 +117,28 @@ def score_family(family: str, findings: Sequence[Any], truth: Truth) -> dict[str
     }
 
 
+def duplicates_by_source(
+    findings: Sequence[Any], truth: Truth, source_of: Mapping[str, str]
+) -> dict[str, dict[str, Any]]:
+    """Duplicate precision and recall per corpus the texts came from (a finding by its first
+    target's): rules that hold on chat, on long chat histories and on engineering docs alike,
+    not on one of them."""
+    injected = truth.injected()
+    got = [f for f in findings if FAMILY_OF.get(f.kind) == "duplicates"]
+    out: dict[str, dict[str, Any]] = {}
+    for source in sorted({source_of[min(p)] for p in truth.duplicates}):
+        mine = [f for f in got if source_of.get(f.targets[0]) == source]
+        judged = [f for f in mine if any(t in injected for t in f.targets)]
+        right = sum(bool(matches(f, truth)) for f in judged)
+        expected = [p for p in truth.duplicates if source_of[min(p)] == source]
+        found = {p for f in mine for p in matches(f, truth)}
+        out[source] = {
+            "findings": len(mine), "precision": _ratio(right, len(judged)),
+            "injected": len(expected), "recall": _ratio(len(found & set(expected)), len(expected)),
+        }  # fmt: skip
+    return out
+
+
 def wrong_automatic(findings: Sequence[Any], truth: Truth) -> dict[str, Any]:
     """Findings applied by the policy on its own, and those of them that are not right."""
     applied = [f for f in findings if getattr(f, "auto", False) and f.status == "applied"]

@@ -107,10 +107,10 @@ class StewardRepository(SessionRepository):
             "auto: $auto, error: $error, note: $note, created_at: $created_at})",
             {**fields, "evidence": json.dumps(fields["evidence"], default=str)},
         )
-        if memories:
-            self.execute(
-                "MATCH (f:Finding {id: $id}), (m:Memory) WHERE m.id IN $ids CREATE (f)-[:FLAGS]->(m)",
-                {"id": fields["id"], "ids": list(memories)},
+        for memory_id in dict.fromkeys(memories):  # by key, both ends: an index lookup each
+            self.execute(  # (`m.id IN $ids` scans every memory: 13 ms a finding at 100k)
+                "MATCH (f:Finding {id: $id}), (m:Memory {id: $m}) CREATE (f)-[:FLAGS]->(m)",
+                {"id": fields["id"], "m": memory_id},
             )
 
     def set_finding(self, finding_id: str, values: dict[str, Any]) -> None:
@@ -472,10 +472,8 @@ class StewardRepository(SessionRepository):
 
     def memory_state(self, memory_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The fields a steward action may change, of each memory, as they are now."""
-        rows = self.read(
-            f"MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id, {', '.join('m.' + f for f in STATE)}",
-            {"ids": list(memory_ids)},
-        )
+        returns = ", ".join(["m.id", *("m." + f for f in STATE)])
+        rows = self._by_id(list(dict.fromkeys(memory_ids)), returns)  # by key: few ids
         return {row[0]: dict(zip(STATE, row[1:], strict=True)) for row in rows}
 
     def restore_state(self, memory_id: str, state: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from eval.paraphrase import content_words, exact_variant, normalised, paraphrase
 from eval.steward import KNOWLEDGE_KINDS, Corpus, Truth, build, generate
 from eval.steward_load import queries_from, run_load
 from eval.steward_run import results_name, run_pollution
-from eval.steward_score import score, wrong_automatic
+from eval.steward_score import duplicates_by_source, score, wrong_automatic
 from graphmem import open_store
 from graphmem.daemon.client import live_owner
 from graphmem.embeddings.hashing import HashEmbedder
@@ -251,6 +251,12 @@ def test_the_scorer_counts_right_wrong_outside_and_traps() -> None:
 
     automatic = wrong_automatic(findings, truth)
     assert automatic["applied"] == 2 and automatic["wrong"] == 1
+    chat, docs = ("a", "a2", "x", "y"), ("b", "b2", "h1", "h2")
+    source_of = {i: "chat" for i in chat} | {i: "docs" for i in docs}
+    assert duplicates_by_source(findings, truth, source_of) == {
+        "chat": {"findings": 2, "precision": 1.0, "injected": 1, "recall": 1.0},
+        "docs": {"findings": 2, "precision": 0.5, "injected": 1, "recall": 1.0},
+    }
     assert automatic["wrong_by_kind"] == {"expired_working": 1}
 
 
