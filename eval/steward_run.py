@@ -139,11 +139,11 @@ def run_steward(
             policy = gm.steward_policy()
             progress("steward: dry run")
             started = time.perf_counter()
-            dry = gm.steward_run("all", dry_run=True)
+            dry = gm.steward_run("all", dry_run=True, listed=None)
             dry_seconds = round(time.perf_counter() - started, 2)
             progress(f"steward: {len(dry.findings):,} findings in {dry_seconds} s; applying")
             started = time.perf_counter()
-            applied = gm.steward_run("all", dry_run=False)
+            applied = gm.steward_run("all", dry_run=False, listed=None)
             apply_seconds = round(time.perf_counter() - started, 2)
         if load:
             progress("recall through the owner, idle and while the steward runs")
@@ -270,7 +270,7 @@ def run_pollution(
             scores["polluted"] += _recall(gm, asked)
             gm.steward_policy({"auto_apply": DUPLICATE_KINDS})
             started = time.perf_counter()
-            run = gm.steward_run("duplicates", dry_run=False)
+            run = gm.steward_run("duplicates", dry_run=False, listed=None)
             steward_seconds += time.perf_counter() - started
             merges = [p for f in run.findings if f.status == "applied" for p in _merged(f)]
             tally["merged"] += len(merges)

@@ -43,6 +43,7 @@ from graphmem.recall.config import RecallConfig
 from graphmem.sessions.models import ResolveReport, ReviewQueue, SessionPlan
 from graphmem.settings import Settings
 from graphmem.steward.models import (
+    FINDINGS_LISTED,
     ConflictsReport,
     Finding,
     InboxPage,
@@ -272,6 +273,7 @@ class StewardAPI(Protocol):
         context: str | None = None,
         service: str | None = None,
         actor: str = "user",
+        listed: int | None = FINDINGS_LISTED,
     ) -> StewardRun: ...
 
     def steward_inbox(

@@ -60,13 +60,16 @@ def _show_run(run: StewardRun) -> None:
     out.print(f"{how} {run.id} (scope {run.scope}{where}), {run.seconds:g} s", markup=False)
     out.print(f"found: {_counts(run.found)}", markup=False)
     if run.dry_run:
-        out.print(f"would file {len(run.findings)}, known {run.known}; --apply files them")
+        would = len(run.findings) + run.unlisted
+        out.print(f"would file {would}, known {run.known}; --apply files them")
     else:
         out.print(
             f"filed {run.filed}, applied {run.applied}, failed {run.failed}, known {run.known}"
         )
     for finding in run.findings:
         _finding_line(finding)
+    if run.unlisted:
+        out.print(f"  ... and {run.unlisted} more (`graphmem steward inbox` pages through them)")
 
 
 @steward_app.command("run")

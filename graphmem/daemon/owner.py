@@ -18,6 +18,7 @@ import socketserver
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from graphmem.daemon.protocol import (
     error_payload,
 )
 from graphmem.errors import GraphmemError, InvalidInput
+from graphmem.foreground import FOREGROUND
 from graphmem.service import GraphMemory
 from graphmem.steward.schedule import StewardSchedule
 
@@ -40,6 +42,12 @@ if TYPE_CHECKING:
 from graphmem.settings import load_settings
 
 log = logging.getLogger("graphmem.owner")
+# long work nobody waits on line by line: it steps aside for the requests that are waited on
+# (graphmem/foreground.py)
+BACKGROUND = frozenset({
+    "steward_run", "sediment_cycle", "sweep_archive", "recount_references", "conflicts_report",
+    "index_triples", "reembed", "import_jsonl", "export_jsonl", "index_documents", "backup",
+})  # fmt: skip
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -116,7 +124,9 @@ class Owner:
                 return {"id": request_id, "result": self.status()}
             args = decode(request.get("args", []))
             kwargs = decode(request.get("kwargs", {}))
-            result = getattr(self.gm, method)(*args, **kwargs)
+            waited_for = nullcontext() if method in BACKGROUND else FOREGROUND.request()
+            with waited_for:
+                result = getattr(self.gm, method)(*args, **kwargs)
             if method == "index_documents":  # new folders may need watching
                 self.jobs.submit(self._watch_documents)
             return {"id": request_id, "result": encode(result)}

@@ -156,11 +156,12 @@ def run_text(run: StewardRun) -> str:
     )  # fmt: skip
     head = f"{'dry run' if run.dry_run else 'run'} {run.id} (scope {run.scope}{where})"
     if run.dry_run:
-        done = f"would file {len(run.findings)}, known {run.known}"
+        done = f"would file {len(run.findings) + run.unlisted}, known {run.known}"
     else:
         done = f"filed {run.filed}, applied {run.applied}, failed {run.failed}, known {run.known}"
     lines = [f"{head}: found {_counts(run.found)}; {done}"]
-    return "\n".join(lines + [finding_text(f) for f in run.findings])
+    more = [f"... and {run.unlisted} more (steward_inbox pages through them)"] * bool(run.unlisted)
+    return "\n".join(lines + [finding_text(f) for f in run.findings] + more)
 
 
 def inbox_text(page: InboxPage) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from graphmem.foreground import FOREGROUND
 from graphmem.models import as_utc
 from graphmem.steward.models import SCOPE_OF, StewardPolicy
 
@@ -130,6 +131,7 @@ def close_pairs(matrix: npt.NDArray[np.float32], floor: float) -> Iterator[tuple
     n = len(matrix)
     screen = _projected(matrix) if n >= PROJECT_FROM else None
     for start in range(0, n, BLOCK):
+        FOREGROUND.step_aside()
         if screen is None:
             block = matrix[start : start + BLOCK] @ matrix[start:].T
             rows, cols = np.nonzero(block >= floor)
@@ -141,6 +143,7 @@ def close_pairs(matrix: npt.NDArray[np.float32], floor: float) -> Iterator[tuple
             keep = scores >= floor
             rows, cols, scores = rows[keep], cols[keep], scores[keep]
         for r, c, score in zip(rows.tolist(), cols.tolist(), scores.tolist(), strict=True):
+            FOREGROUND.step_aside()
             i, j = start + r, start + c
             if i < j:
                 yield i, j, float(score)
@@ -177,6 +180,7 @@ def duplicates(
             continue
         copies: dict[str, list[Row]] = defaultdict(list)
         for row in group:
+            FOREGROUND.step_aside()
             copies[normalised(row.content)].append(row)
         exact: set[frozenset[str]] = set()
         for same in copies.values():
@@ -282,6 +286,7 @@ def fact_conflicts(
     names: dict[str, str] = {}
     object_names: dict[frozenset[str], str] = {}
     for memory_id, subject, predicate, _, subject_name, object_name in facts:
+        FOREGROUND.step_aside()
         if predicate not in functional:
             continue
         key = _name_words(object_name)

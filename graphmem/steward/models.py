@@ -46,6 +46,7 @@ FindingAction = Literal[
 FindingStatus = Literal["proposed", "pending", "applied", "dismissed"]
 FINDING_STATUSES: tuple[str, ...] = FindingStatus.__args__  # type: ignore[attr-defined]
 DEFAULT_AUTO: tuple[FindingKind, ...] = ("exact_duplicate", "expired_working")
+FINDINGS_LISTED = 1000  # a run lists this many of what it filed; its counts cover all
 # what the extractors name with one object at a time (extractors/rules_extractor.py)
 SINGLE_VALUED: tuple[str, ...] = ("owned_by", "deployed_to", "migrated_to", "migrated_from")
 LAYERS: tuple[str, ...] = Layer.__args__  # type: ignore[attr-defined]  # bottom to top
@@ -110,7 +111,13 @@ class StewardRun(Model):
     )
     findings: list[Finding] = Field(
         default_factory=list,
-        description="what this run filed or applied (a dry run: what it would), best first",
+        description="what this run filed or applied (a dry run: what it would), best first; "
+        "at most the run's `listed`",
+    )
+    unlisted: int = Field(
+        default=0,
+        description="findings past `listed`: counted above, not listed here (the inbox pages "
+        "through them)",
     )
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -28,26 +27,24 @@ from graphmem.errors import (
     check_limit,
     validation_message,
 )
+from graphmem.foreground import FOREGROUND
 from graphmem.ids import new_id
 from graphmem.models import utcnow
 from graphmem.steward import detect, sediment
 from graphmem.steward.models import (
     FINDING_KINDS,
     FINDING_STATUSES,
+    FINDINGS_LISTED,
     STEWARD_SCOPES,
     ConflictsReport,
     Finding,
     InboxPage,
-    Layer,
-    ReferenceReport,
-    SedimentMove,
-    SedimentReport,
     StewardPolicy,
     StewardRun,
     StewardStatus,
-    SweepReport,
     UndoReport,
 )
+from graphmem.steward.upkeep import UpkeepOps
 from graphmem.storage.steward import POLICY_KEY
 from graphmem.storage.vectors import table_for
 from graphmem.usage import unnoticed
@@ -66,7 +63,7 @@ _RESOLVED = ("applied", "dismissed")
 _LIVE = ("active", "canonical")
 
 
-class StewardOps:
+class StewardOps(UpkeepOps):
     # set by the owner process, which runs the steward on the policy's schedule
     steward_schedule: StewardSchedule | None = None
 
@@ -120,9 +117,12 @@ class StewardOps:
         context: str | None = None,
         service: str | None = None,
         actor: str = "user",
+        listed: int | None = FINDINGS_LISTED,
     ) -> StewardRun:
         """Look for what needs tending in `scope`; unless `dry_run`, file what is new in the inbox
-        and apply what the policy lets apply on its own."""
+        and apply what the policy lets apply on its own. The run lists the `listed` best of
+        what it filed (None: all) and counts the rest: a first run over a large store files
+        thousands, which the inbox pages through."""
         if scope not in STEWARD_SCOPES:
             raise InvalidInput(f"scope must be one of {', '.join(STEWARD_SCOPES)}", scope=scope)
         started, clock = utcnow(), time.perf_counter()
@@ -145,14 +145,17 @@ class StewardOps:
             else:
                 fresh.append(proposal)
         fresh.sort(key=lambda p: (-p.confidence, p.kind, p.targets))
+        shown = len(fresh) if listed is None else max(listed, 0)
+        run.unlisted = max(len(fresh) - shown, 0)
         if dry_run:
-            run.findings = [_proposed(p, run.id, started) for p in fresh]
+            run.findings = [_proposed(p, run.id, started) for p in fresh[:shown]]
             return _finished(run, clock)
         self.store.add_run(
             {"id": run.id, "scope": scope, "dry_run": False, "context": context,
              "service": service, "actor": actor, "started_at": started}
         )  # fmt: skip
         for proposal in fresh:
+            FOREGROUND.step_aside()
             finding = _proposed(proposal, run.id, started)
             finding.status = "pending"
             self.store.add_finding(
@@ -175,7 +178,8 @@ class StewardOps:
                     )  # fmt: skip
                     finding.status, finding.auto = "applied", True
                     run.applied += 1
-            run.findings.append(finding)
+            if len(run.findings) < shown:
+                run.findings.append(finding)
         run.filed = len(fresh)
         _finished(run, clock)
         self.store.finish_run(
@@ -203,6 +207,7 @@ class StewardOps:
             live = {r.id for r in rows}
             facts = [f for f in self.store.live_facts() if f[0] in live]
             conflicts = detect.fact_conflicts(facts, vectors, policy.single_valued)
+        FOREGROUND.step_aside()
         if "duplicates" in wants:
             entities = self.store.entity_sets([r.id for r in rows])
             apart = {frozenset(c.targets) for c in conflicts}  # they disagree: not one note
@@ -210,6 +215,7 @@ class StewardOps:
         if "conflicts" in wants:
             found += conflicts
             found += detect.topic_conflicts(rows, vectors, self.store.avoid_pairs(), policy)
+        FOREGROUND.step_aside()
         if "stale" in wants:
             stale_before, expired_before = detect.stale_before(now, policy)
             found += detect.unverified(
@@ -229,6 +235,7 @@ class StewardOps:
                 [(i.memory_id, i.path, i.status, i.current_sha256) for i in drift.items
                  if i.memory_id in live]
             )  # fmt: skip
+        FOREGROUND.step_aside()
         if "canonical" in wants:
             verified = self._verified_ids([r.id for r in rows])
             references = self.store.reference_counts()
@@ -463,49 +470,7 @@ class StewardOps:
         )  # fmt: skip
         return Finding.model_validate(self.store.finding(item))
 
-    # -- sweeping, references, conflicts ---------------------------------------------------------
-
-    def sweep_archive(self, *, dry_run: bool = True, actor: str = "user") -> SweepReport:
-        """Archive (never delete) old episodic and working memory of little value, by policy:
-        older than `sweep_days`, at most `sweep_max_importance`, never used, referenced by
-        nothing. Undo with the report's run."""
-        policy = self.steward_policy()
-        self._usage.flush()
-        before = utcnow() - timedelta(days=policy.sweep_days)
-        found = self.store.sweepable(before=before, max_importance=policy.sweep_max_importance)
-        report = SweepReport(
-            dry_run=dry_run, archived=[memory_id for memory_id, _, _ in found],
-            policy={"sweep_days": policy.sweep_days,
-                    "sweep_max_importance": policy.sweep_max_importance},
-        )  # fmt: skip
-        if dry_run or not found:
-            return report
-        report.run = new_id()
-        for memory_id, kind, created in found:
-            before_state = {"memories": self.store.memory_state([memory_id])}
-            self.store.set_fields(
-                memory_id,
-                {"lifecycle": "archived", "updated_at": utcnow(),
-                 "lifecycle_reason": f"swept: {kind} memory from {created.date()}, never used"},
-            )  # fmt: skip
-            after = {"edges": [], "kind": "sweep", **self._state_of([memory_id])}
-            self.store.audit_step(
-                actor=actor, action="steward:archive", target=memory_id, item=None,
-                run=report.run, before=before_state, after=after,
-            )  # fmt: skip
-        return report
-
-    def recount_references(self) -> ReferenceReport:
-        """Recompute each live memory's reference count from the graph (what other knowledge
-        points at it), kept as `reference_count`."""
-        counts = self.store.reference_counts()
-        self.store.write_reference_counts(counts)
-        live = len(self.store.live_memory_rows(context=None, service=None))
-        top = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]
-        return ReferenceReport(
-            memories=live, referenced=sum(1 for n in counts.values() if n > 0),
-            top=[{"id": memory_id, "references": n} for memory_id, n in top],
-        )  # fmt: skip
+    # -- conflicts ------------------------------------------------------------------------------
 
     def conflicts_report(
         self, *, context: str | None = None, service: str | None = None
@@ -526,30 +491,6 @@ class StewardOps:
             conflicts.append(finding)
         return ConflictsReport(
             conflicts=conflicts, in_inbox=sum(f.status == "pending" for f in conflicts)
-        )
-
-    # -- sedimentation (graphmem.steward.sediment) ----------------------------------------------
-
-    def sediment_cycle(self, *, dry_run: bool = True, actor: str = "user") -> SedimentReport:
-        """Move live memories a layer up by age, targeted use and references, or down by
-        disuse (the policy's `sediment_*`); unless `dry_run`, undone by the report's run."""
-        self._usage.flush()  # the latest uses count
-        return sediment.cycle(self.store, self.steward_policy(), dry_run=dry_run, actor=actor)
-
-    def promote_sediment(
-        self, memory_id: str, *, layer: Layer | None = None, note: str | None = None,
-        actor: str = "user",
-    ) -> SedimentMove:  # fmt: skip
-        """One layer up, or up to `layer`; undone by the move's run."""
-        return sediment.by_hand(self.store, memory_id, up=True, layer=layer, note=note, actor=actor)
-
-    def demote_sediment(
-        self, memory_id: str, *, layer: Layer | None = None, note: str | None = None,
-        actor: str = "user",
-    ) -> SedimentMove:  # fmt: skip
-        """One layer down, or down to `layer`; undone by the move's run."""
-        return sediment.by_hand(
-            self.store, memory_id, up=False, layer=layer, note=note, actor=actor
         )
 
     # -- reports -------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from graphmem.errors import NotFound
+from graphmem.foreground import FOREGROUND
 from graphmem.ids import new_id
 from graphmem.models import as_utc, stored_time, utcnow
 from graphmem.storage.sessions import SessionRepository
@@ -233,13 +234,12 @@ class StewardRepository(SessionRepository):
         clauses = [LIVE, "NOT m.kind IN ['summary', 'checkpoint']"]
         params: dict[str, Any] = {}
         _scope(clauses, params, context=context, service=service)
-        rows = self.read(
+        return self.read_tuples(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} RETURN m.id, m.kind, m.context, "
             "m.content, m.title, m.lifecycle, m.importance, coalesce(m.access_count, 0), "
             "m.created_at",
             params,
         )
-        return [tuple(row) for row in rows]
 
     def entity_sets(self, memory_ids: Sequence[str]) -> dict[str, set[str]]:
         """The entities each memory mentions: for many memories, every live memory's mentions
@@ -257,6 +257,7 @@ class StewardRepository(SessionRepository):
             )
         found: dict[str, set[str]] = {}
         for memory_id, entity_id in rows:
+            FOREGROUND.step_aside()
             if memory_id in wanted:
                 found.setdefault(memory_id, set()).add(entity_id)
         return found
@@ -264,13 +265,12 @@ class StewardRepository(SessionRepository):
     def live_facts(self) -> list[tuple[str, str, str, str, str, str]]:
         """(memory id, subject id, predicate, object id, subject name, object name) of the facts
         extracted from live memories."""
-        rows = self.read(
+        return self.read_tuples(
             "MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) "
             f"WHERE {LIVE} AND NOT m.kind IN ['summary', 'checkpoint'] "
             "MATCH (f)-[:SUBJECT]->(s:Entity), (f)-[:OBJECT]->(o:Entity) "
             "RETURN m.id, s.id, f.predicate, o.id, s.name, o.name"
         )
-        return [tuple(row) for row in rows]
 
     def avoid_pairs(self) -> set[tuple[str, str]]:
         rows = self.read("MATCH (d:Memory)-[:AVOIDS]->(x:Memory) RETURN d.id, x.id")

@@ -113,6 +113,19 @@ def test_two_memories_in_a_fact_conflict_are_not_duplicates(gm: GraphMemory) -> 
     assert kinds(gm.steward_run("all")) == {"fact_conflict": 1}
 
 
+def test_a_run_lists_its_best_findings_and_counts_the_rest(gm: GraphMemory) -> None:
+    for service in ("billing", "orders", "search"):
+        gm.remember(f"Deploy the {service} service with ArgoCD only", context="infra")
+        gm.remember(f"deploy the {service} service with argocd ONLY!", context="infra")
+
+    dry = gm.steward_run("duplicates", listed=1)
+    done = gm.steward_run("duplicates", dry_run=False, listed=2)
+
+    assert (len(dry.findings), dry.unlisted, dry.found) == (1, 2, {"exact_duplicate": 3})
+    assert (len(done.findings), done.unlisted, done.filed, done.applied) == (2, 1, 3, 3)
+    assert gm.steward_report(done.id).unlisted == 1  # the stored report says so too
+
+
 # -- the inbox -----------------------------------------------------------------------------------
 
 
