@@ -154,15 +154,20 @@ class StewardOps(UpkeepOps):
             {"id": run.id, "scope": scope, "dry_run": False, "context": context,
              "service": service, "actor": actor, "started_at": started}
         )  # fmt: skip
+        filed = []
         for proposal in fresh:
             FOREGROUND.step_aside()
             finding = _proposed(proposal, run.id, started)
             finding.status = "pending"
-            self.store.add_finding(
-                {**finding.model_dump(exclude={"resolved_at", "resolved_by"}),
-                 "evidence_hash": proposal.evidence_hash, "fingerprint": proposal.fingerprint},
-                [m for m in proposal.memories],
-            )  # fmt: skip
+            filed.append((finding, proposal))
+        self.store.add_findings([
+            ({**finding.model_dump(exclude={"resolved_at", "resolved_by"}),
+              "evidence_hash": proposal.evidence_hash, "fingerprint": proposal.fingerprint},
+             proposal.memories)
+            for finding, proposal in filed
+        ])  # fmt: skip
+        for finding, proposal in filed:
+            FOREGROUND.step_aside()
             if proposal.kind in policy.auto_apply:
                 try:
                     self._apply_finding(finding, actor="steward", run=run.id)

@@ -20,6 +20,15 @@ FINDING_FIELDS = (
     "id", "run", "kind", "scope", "targets", "confidence", "action", "summary", "status", "auto",
     "error", "note", "created_at", "resolved_at", "resolved_by",
 )  # fmt: skip
+FILE_CHUNK = 500
+_FINDING_COLUMNS = (
+    "id", "run", "kind", "scope", "targets", "evidence", "evidence_hash", "fingerprint",
+    "confidence", "action", "summary", "status", "auto", "error", "note", "created_at",
+)  # fmt: skip
+_FINDING_ARROW = {
+    "targets": pa.list_(pa.string()), "confidence": pa.float64(), "auto": pa.bool_(),
+    "created_at": pa.timestamp("us", tz="UTC"),
+}  # fmt: skip
 RETURN_FINDING = ", ".join(f"f.{name}" for name in FINDING_FIELDS) + ", f.evidence"
 LIVE = "m.lifecycle IN ['active', 'canonical']"
 _SORTS = {
@@ -99,20 +108,26 @@ class StewardRepository(SessionRepository):
         )
         return {row[0]: (row[1], row[2], row[3]) for row in rows}
 
-    def add_finding(self, fields: dict[str, Any], memories: Sequence[str]) -> None:
-        """A finding, and FLAGS to the memories it is about."""
-        self.execute(
-            "CREATE (:Finding {id: $id, run: $run, kind: $kind, scope: $scope, targets: $targets, "
-            "evidence: $evidence, evidence_hash: $evidence_hash, fingerprint: $fingerprint, "
-            "confidence: $confidence, action: $action, summary: $summary, status: $status, "
-            "auto: $auto, error: $error, note: $note, created_at: $created_at})",
-            {**fields, "evidence": json.dumps(fields["evidence"], default=str)},
-        )
-        for memory_id in dict.fromkeys(memories):  # by key, both ends: an index lookup each
-            self.execute(  # (`m.id IN $ids` scans every memory: 13 ms a finding at 100k)
-                "MATCH (f:Finding {id: $id}), (m:Memory {id: $m}) CREATE (f)-[:FLAGS]->(m)",
-                {"id": fields["id"], "m": memory_id},
-            )
+    def add_findings(self, findings: Sequence[tuple[dict[str, Any], Sequence[str]]]) -> None:
+        """Findings in bulk, FILE_CHUNK a transaction, and FLAGS to their memories: a first run
+        over 100k memories files 11k (one statement each took 2 ms)."""
+        for start in range(0, len(findings), FILE_CHUNK):
+            chunk = findings[start : start + FILE_CHUNK]
+            rows = [{**f, "evidence": json.dumps(f["evidence"], default=str)} for f, _ in chunk]
+            table = pa.table(
+                {name: pa.array([r[name] for r in rows], _FINDING_ARROW.get(name, pa.string()))
+                 for name in _FINDING_COLUMNS}
+            )  # fmt: skip
+            with self.transaction():
+                fields = ", ".join(f"{name}: {name}" for name in _FINDING_COLUMNS)
+                self.query_result(f"LOAD FROM $t CREATE (:Finding {{{fields}}})", {"t": table})
+                for fields_of, memories in chunk:
+                    for memory_id in dict.fromkeys(memories):  # by key, both ends
+                        self.execute(
+                            "MATCH (f:Finding {id: $id}), (m:Memory {id: $m}) "
+                            "CREATE (f)-[:FLAGS]->(m)",
+                            {"id": fields_of["id"], "m": memory_id},
+                        )
 
     def set_finding(self, finding_id: str, values: dict[str, Any]) -> None:
         assignments = ", ".join(f"f.{k} = $v_{k}" for k in values)
