@@ -15,8 +15,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-WORK_SECONDS = 0.005  # work done between two looks at the requests in flight
-PAUSE_SECONDS = 0.02  # the longest pause for them at one look
+WORK_SECONDS = 0.002  # work done between two looks at the requests in flight
+PAUSE_SECONDS = 0.05  # the longest pause for them at one look
 
 
 class Foreground:
