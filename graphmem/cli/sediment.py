@@ -11,6 +11,8 @@ import typer
 from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, opened, out, short
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from graphmem.steward.models import Layer, SedimentMove, SedimentReport
 
 sediment_app = typer.Typer(no_args_is_help=True)
@@ -99,13 +101,7 @@ def promote(
     as_json: JsonOpt = False,
 ) -> None:
     """Move one memory a layer up, or up to --layer; the cycle leaves it there a while."""
-    with opened(home, as_json) as gm:
-        move = gm.promote_sediment(
-            memory_id, layer=cast("Layer | None", layer), note=note, actor="cli"
-        )
-        if as_json:
-            return emit_json(move)
-        _show_move(move)
+    _by_hand(memory_id, up=True, layer=layer, note=note, home=home, as_json=as_json)
 
 
 @sediment_app.command("demote")
@@ -117,10 +113,16 @@ def demote(
     as_json: JsonOpt = False,
 ) -> None:
     """Move one memory a layer down, or down to --layer; the cycle does not lift it back soon."""
+    _by_hand(memory_id, up=False, layer=layer, note=note, home=home, as_json=as_json)
+
+
+def _by_hand(
+    memory_id: str, *, up: bool, layer: str | None, note: str | None, home: Path | None,
+    as_json: bool,
+) -> None:  # fmt: skip
     with opened(home, as_json) as gm:
-        move = gm.demote_sediment(
-            memory_id, layer=cast("Layer | None", layer), note=note, actor="cli"
-        )
+        move_to = gm.promote_sediment if up else gm.demote_sediment
+        move = move_to(memory_id, layer=cast("Layer | None", layer), note=note, actor="cli")
         if as_json:
             return emit_json(move)
         _show_move(move)

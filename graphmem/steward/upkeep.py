@@ -70,7 +70,7 @@ class UpkeepOps:
         points at it), kept as `reference_count`."""
         counts = self.store.reference_counts()
         self.store.write_reference_counts(counts)
-        live = len(self.store.live_memory_rows(context=None, service=None))
+        live = self.store.count_live()
         top = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]
         return ReferenceReport(
             memories=live, referenced=sum(1 for n in counts.values() if n > 0),

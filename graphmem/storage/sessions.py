@@ -11,6 +11,7 @@ from graphmem.errors import NotFound
 from graphmem.ids import new_id
 from graphmem.models import utcnow
 from graphmem.storage.documents import DocumentRepository
+from graphmem.storage.values import equal_to
 
 ITEM_FIELDS = (
     "id", "session", "action", "statement_kind", "statement", "target", "risk", "confidence",
@@ -84,10 +85,7 @@ class SessionRepository(DocumentRepository):
     ) -> list[dict[str, Any]]:
         conditions: list[str] = []
         params: dict[str, Any] = {"limit": limit}
-        for name, value in (("session", session), ("status", status), ("action", action)):
-            if value is not None:
-                conditions.append(f"r.{name} = ${name}")
-                params[name] = value
+        equal_to("r", conditions, params, session=session, status=status, action=action)
         where = f"WHERE {' AND '.join(conditions)} " if conditions else ""
         rows = self.read(
             f"MATCH (r:ReviewItem) {where}RETURN {RETURN_ITEM}, r.payload "

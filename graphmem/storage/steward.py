@@ -15,6 +15,7 @@ from graphmem.foreground import FOREGROUND
 from graphmem.ids import new_id
 from graphmem.models import as_utc, stored_time, utcnow
 from graphmem.storage.sessions import SessionRepository
+from graphmem.storage.values import equal_to
 
 FINDING_FIELDS = (
     "id", "run", "kind", "scope", "targets", "confidence", "action", "summary", "status", "auto",
@@ -155,10 +156,7 @@ class StewardRepository(SessionRepository):
     ) -> list[dict[str, Any]]:
         clauses: list[str] = []
         params: dict[str, Any] = {"limit": limit}
-        for name, value in (("status", status), ("kind", kind), ("run", run)):
-            if value is not None:
-                clauses.append(f"f.{name} = ${name}")
-                params[name] = value
+        equal_to("f", clauses, params, status=status, kind=kind, run=run)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         rows = self.read(
             f"MATCH (f:Finding) {where} RETURN {RETURN_FINDING} "
@@ -248,13 +246,21 @@ class StewardRepository(SessionRepository):
         every live memory, sessions' own records left out."""
         clauses = [LIVE, "NOT m.kind IN ['summary', 'checkpoint']"]
         params: dict[str, Any] = {}
-        _scope(clauses, params, context=context, service=service)
+        equal_to("m", clauses, params, context=context, service=service)
         return self.read_tuples(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} RETURN m.id, m.kind, m.context, "
             "m.content, m.title, m.lifecycle, m.importance, coalesce(m.access_count, 0), "
             "m.created_at",
             params,
         )
+
+    def count_live(self) -> int:
+        """Live memories, sessions' own records left out: what detection looks at."""
+        rows = self.read(
+            f"MATCH (m:Memory) WHERE {LIVE} AND NOT m.kind IN ['summary', 'checkpoint'] "
+            "RETURN count(m)"
+        )
+        return int(rows[0][0])
 
     def entity_sets(self, memory_ids: Sequence[str]) -> dict[str, set[str]]:
         """The entities each memory mentions: for many memories, every live memory's mentions
@@ -310,7 +316,7 @@ class StewardRepository(SessionRepository):
             "(m.accessed_at IS NULL OR m.accessed_at < $before)", "m.created_at < $before",
         ]  # fmt: skip
         params: dict[str, Any] = {"before": before}
-        _scope(clauses, params, context=context, service=service)
+        equal_to("m", clauses, params, context=context, service=service)
         rows = self.read(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} "
             "RETURN m.id, m.kind, m.verified_at, m.accessed_at, m.created_at",
@@ -323,7 +329,7 @@ class StewardRepository(SessionRepository):
     ) -> list[tuple[str, datetime]]:
         clauses = [LIVE, "m.type = 'working'", "m.created_at < $before"]
         params: dict[str, Any] = {"before": before}
-        _scope(clauses, params, context=context, service=service)
+        equal_to("m", clauses, params, context=context, service=service)
         rows = self.read(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} RETURN m.id, m.created_at", params
         )
@@ -509,13 +515,3 @@ class StewardRepository(SessionRepository):
             f"MATCH (a:Memory {{id: $a}})-[r:{rel}]->(b:Memory {{id: $b}}) DELETE r",
             {"a": source, "b": target},
         )
-
-
-def _scope(
-    clauses: list[str], params: dict[str, Any], *, context: str | None, service: str | None
-) -> None:
-    """Narrow a memory match to a context and a service, when given."""
-    for name, value in (("context", context), ("service", service)):
-        if value is not None:
-            clauses.append(f"m.{name} = ${name}")
-            params[name] = value

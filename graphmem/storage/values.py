@@ -49,3 +49,11 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, list):
         return [jsonable(v) for v in value]
     return value
+
+
+def equal_to(alias: str, clauses: list[str], params: dict[str, Any], **values: Any) -> None:
+    """Narrow a match to the given properties' values (None: any), as parameters."""
+    for name, value in values.items():
+        if value is not None:
+            clauses.append(f"{alias}.{name} = ${name}")
+            params[name] = value
