@@ -2,11 +2,12 @@
 returns `Proposal`s: a kind, the targets, the evidence, a confidence and the action it proposes.
 Nothing here writes.
 
-Duplicates are compared within one kind and context only (a decision is not a duplicate of the
-incident it mentions), by cosine on the stored vectors in blocks, so a group of n memories costs
-n^2 dot products in memory-bounded steps. Two memories that both name entities must share one to
-be duplicates: a close cosine between "deploy with ArgoCD" and "deploy with Flux" is a topic, not
-a copy.
+Duplicates are compared within one kind, type and context only (a decision is not a duplicate of
+the incident it mentions, nor what happened of what was learnt from it), by cosine on the stored
+vectors in blocks, so a group of n memories costs n^2 dot products in memory-bounded steps. Two
+memories that both name entities must share one to be duplicates: a close cosine between "deploy
+with ArgoCD" and "deploy with Flux" is a topic, not a copy. Nor is a close cosine between texts
+sharing few words (`duplicate_overlap`): a summary and the paragraph it sums up.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class Row:
 
     id: str
     kind: str
+    type: str
     context: str | None
     content: str
     title: str | None
@@ -89,8 +91,8 @@ class Row:
 
 def rows_of(raw: Sequence[tuple[Any, ...]]) -> list[Row]:
     return [
-        Row(i, k, c, t or "", ti, lc, float(imp or 0.5), int(acc or 0), cr)
-        for i, k, c, t, ti, lc, imp, acc, cr in raw
+        Row(i, k, ty, c, t or "", ti, lc, float(imp or 0.5), int(acc or 0), cr)
+        for i, k, ty, c, t, ti, lc, imp, acc, cr in raw
     ]
 
 
@@ -167,13 +169,13 @@ def duplicates(
     *,
     apart: set[frozenset[str]] = frozenset(),  # type: ignore[assignment]
 ) -> list[Proposal]:
-    """Pairs of one kind and context, close in meaning, naming the same things when both name
-    any, and giving the same numbers (a number spelt out counts as its digits): "restore within
-    4 hours" and "within an hour", or eu-west-1 and eu-west-2, say different things however
-    close the rest. Pairs in `apart` (a fact conflict) are never duplicates."""
-    groups: dict[tuple[str, str | None], list[Row]] = defaultdict(list)
+    """Pairs of one kind, type and context, close in meaning and wording, naming the same things
+    when both name any, and giving the same numbers (a number spelt out counts as its digits):
+    "restore within 4 hours" and "within an hour", or eu-west-1 and eu-west-2, say different
+    things however close the rest. Pairs in `apart` (a fact conflict) are never duplicates."""
+    groups: dict[tuple[str, str, str | None], list[Row]] = defaultdict(list)
     for row in rows:
-        groups[(row.kind, row.context)].append(row)
+        groups[(row.kind, row.type, row.context)].append(row)
     found: list[Proposal] = []
     for group in groups.values():
         if len(group) < 2:
@@ -206,6 +208,8 @@ def duplicates(
             if ea and eb and not shared:
                 continue  # close in meaning, about different things
             words = overlap(a.content, b.content)
+            if words < policy.duplicate_overlap:
+                continue  # one topic in other statements: a summary and what it sums up
             near = cosine >= policy.near_duplicate_cosine and words >= policy.near_duplicate_overlap
             kept = keeper((a, b))
             other = b if kept is a else a

@@ -139,6 +139,13 @@ class StewardPolicy(Model):
     duplicate_cosine: float = Field(
         default=0.90, ge=0.5, le=1.0, description="cosine from which two memories may be one"
     )
+    duplicate_overlap: float = Field(
+        default=0.4,
+        ge=0.0,
+        le=1.0,
+        description="share of their words two duplicates have in common at least: below it, a "
+        "close cosine is one topic, not one statement",
+    )
     near_duplicate_cosine: float = Field(
         default=0.97,
         ge=0.5,

@@ -241,15 +241,15 @@ class StewardRepository(SessionRepository):
 
     def live_memory_rows(
         self, *, context: str | None, service: str | None
-    ) -> list[tuple[str, str, str | None, str, str | None, str, float, int, datetime]]:
-        """(id, kind, context, content, title, lifecycle, importance, access count, created) of
+    ) -> list[tuple[str, str, str, str | None, str, str | None, str, float, int, datetime]]:
+        """(id, kind, type, context, content, title, lifecycle, importance, access count, created) of
         every live memory, sessions' own records left out."""
         clauses = [LIVE, "NOT m.kind IN ['summary', 'checkpoint']"]
         params: dict[str, Any] = {}
         equal_to("m", clauses, params, context=context, service=service)
         return self.read_tuples(
-            f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} RETURN m.id, m.kind, m.context, "
-            "m.content, m.title, m.lifecycle, m.importance, coalesce(m.access_count, 0), "
+            f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} RETURN m.id, m.kind, m.type, "
+            "m.context, m.content, m.title, m.lifecycle, m.importance, coalesce(m.access_count, 0), "
             "m.created_at",
             params,
         )

@@ -72,10 +72,11 @@ def test_exact_copies_merge_on_their_own_and_nothing_is_lost(gm: GraphMemory) ->
     assert audit == [["steward:merge"]]
 
 
-def test_copies_of_other_kinds_or_contexts_are_not_duplicates(gm: GraphMemory) -> None:
+def test_copies_of_other_kinds_types_or_contexts_are_not_duplicates(gm: GraphMemory) -> None:
     gm.remember(DEPLOY, context="infra")
     gm.remember(DEPLOY, context="payments")
     gm.remember(DEPLOY, context="infra", kind="decision")
+    gm.remember(DEPLOY, context="infra", type="semantic")  # what holds, not what happened
 
     assert kinds(gm.steward_run("duplicates")) == {}
 
@@ -89,6 +90,16 @@ def test_close_memories_naming_different_things_are_not_duplicates(gm: GraphMemo
     assert "similar" not in kinds(gm.steward_run("duplicates"))
     extract(gm, flux.id, [("web app", "deploy_with", "fluxcd")])  # now they share the web app
     assert kinds(gm.steward_run("duplicates")).get("similar") == 1
+
+
+def test_close_memories_sharing_few_of_their_words_are_not_duplicates(gm: GraphMemory) -> None:
+    gm.steward_policy({"duplicate_cosine": 0.5})  # the hash embedder's cosine follows the words
+    gm.remember("Rotate the signing keys of the payments api every quarter", context="infra")
+    gm.remember("In short: rotate keys every quarter and tell the on-call", context="infra")
+    assert kinds(gm.steward_run("duplicates")) == {}  # one topic, two statements
+
+    gm.steward_policy({"duplicate_overlap": 0.2})
+    assert kinds(gm.steward_run("duplicates")) == {"similar": 1}
 
 
 def test_close_memories_giving_different_numbers_are_not_duplicates(gm: GraphMemory) -> None:
