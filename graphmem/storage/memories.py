@@ -31,6 +31,7 @@ from graphmem.storage.columns import (
     memory_from_values,
 )
 from graphmem.storage.keywords import KeywordIndex
+from graphmem.storage.pending import EXTRACT, PASSAGES, PendingWork
 from graphmem.storage.search_cache import MIN_MEMORIES
 from graphmem.storage.vectors import COPY_MIN_ROWS, PassageVectors, VectorTables
 from graphmem.text import index_text
@@ -116,8 +117,9 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
         raise InvalidInput("cursor is not one that list returned", cursor=cursor) from exc
 
 
-class MemoryRepository(VectorTables):
-    """Memory CRUD; vectors are written in the same transaction as the rows they embed."""
+class MemoryRepository(VectorTables, PendingWork):
+    """Memory CRUD; vectors, and the work left to do on the rows (graphmem.storage.pending),
+    are written in the same transaction as the rows."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -138,9 +140,11 @@ class MemoryRepository(VectorTables):
         space: EmbeddingSpace,
         passages: PassageVectors | None = None,
         keys: Sequence[tuple[StoreKey, str]] = (),
+        deferred_passages: Sequence[str] = (),
     ) -> int:
         """Insert rows, their vectors and their passages' atomically, with the store keys
-        (graphmem.idempotency) that find them again; returns how many were inserted."""
+        (graphmem.idempotency) that find them again; returns how many were inserted. Each new
+        memory waits for extraction, and those of `deferred_passages` for their passages."""
         if not memories:
             return 0
         rows = [memory_to_row(m) for m in memories]
@@ -168,6 +172,8 @@ class MemoryRepository(VectorTables):
                 self.put_passages(space, *passages)
             if keys:
                 self._put_store_keys(keys, at=memories[0].updated_at)
+            self.put_pending(EXTRACT, ids, at=memories[0].updated_at)
+            self.put_pending(PASSAGES, deferred_passages, at=memories[0].updated_at)
             self._rows_written(rows, table.column("search_text"))
         return len(memories)
 
@@ -344,6 +350,7 @@ class MemoryRepository(VectorTables):
                 self.put_vectors(space, [memory.id], vector.reshape(1, -1))
                 if passages is not None:
                     self.put_passages(space, *passages)
+                    self.finish_pending(PASSAGES, [memory.id])  # an import's, if still waiting
             self._rows_written([row], [row["search_text"]])
 
     def delete_memory(self, memory_id: str) -> None:
@@ -354,6 +361,8 @@ class MemoryRepository(VectorTables):
             if not found or not found[0][0]:
                 raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
             self.delete_vectors([memory_id])
+            for work in (EXTRACT, PASSAGES):
+                self.finish_pending(work, [memory_id])
             self._rows_written([{"id": memory_id}], None)
 
     def list_memories(self, filters: MemoryFilter, *, limit: int, cursor: str | None) -> MemoryPage:
