@@ -23,7 +23,9 @@ log = logging.getLogger("graphmem")
 # _Meta key of stores from before the Pending table: "1" while an import's passages waited for
 # the worker. The owner's first start finds those passages the old way, once, and records them.
 PASSAGES_PENDING = "passages_pending"
-IMPORT_BATCH = 2048  # memories to embed per import transaction
+# memories per import transaction: ~10 KB each in Kùzu's log (row, vector, passages), so a
+# transaction stays under CHECKPOINT_WAL_BYTES (graphmem.storage.connection)
+IMPORT_BATCH = 256
 
 
 class PassageWork:
@@ -68,12 +70,17 @@ class PassageWork:
             if pieces or (pending_only and ids):  # those with none are done too
                 vectors = self.embedder.embed(pieces) if pieces else None
                 with self.store.transaction():
-                    live = set(self.store.pending_among(PASSAGES, ids)) if pending_only else None
+                    done = [i for i in ids if i in memories]
+                    if pending_only:  # still waiting, and read; absent ones only if still so
+                        live = set(self.store.pending_among(PASSAGES, ids))
+                        done = [i for i in done if i in live]
+                        self.store.finish_absent(PASSAGES, [i for i in live if i not in memories])
                     if vectors is not None:
-                        keep = [k for k, p in enumerate(found) if live is None or owner(p) in live]
+                        chosen = set(done)
+                        keep = [k for k, p in enumerate(found) if owner(p) in chosen]
                         found = [found[k] for k in keep]
-                        self.store.put_passages(space, found, vectors[keep])
-                    self.store.finish_pending(PASSAGES, ids if live is None else sorted(live))
+                        self.store.put_passages(space, found, vectors[keep], bulk=False)
+                    self.store.finish_pending(PASSAGES, done)
                 given += len({owner(i) for i in found})
             if on_progress:
                 on_progress(start + len(batch), len(todo))
@@ -86,7 +93,7 @@ class PassageWork:
             if memory_ids is None:
                 self._adopt_flagged_passages()
                 memory_ids = self.store.pending_items(PASSAGES)
-            # one transaction for an import's batch: each commit costs a checkpoint
+            # one transaction for an import's batch
             self._fill_passages(memory_ids, batch_size=IMPORT_BATCH, pending_only=True)
         except Exception:  # the rows stay: the next start embeds what is left
             log.exception("background passages failed")

@@ -226,9 +226,9 @@ class EntityRepository(KnowledgeRepository):
         behind the store's back (by a caller's Cypher) has nothing left to extract."""
         waiting = self.pending_among(EXTRACT, memory_ids)
         rows = sorted(self._by_id(waiting, "m.id, m.title, m.content"))
-        gone = set(waiting).difference(r[0] for r in rows)
-        if gone:
-            self.finish_pending(EXTRACT, sorted(gone))
+        missing = set(waiting).difference(r[0] for r in rows)
+        if missing:
+            self.finish_absent(EXTRACT, sorted(missing))
         return [(r[0], f"{r[1]}. {r[2]}" if r[1] else r[2]) for r in rows]
 
     def mark_pending_extraction(self, memory_ids: Sequence[str]) -> None:

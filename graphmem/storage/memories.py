@@ -33,7 +33,7 @@ from graphmem.storage.columns import (
 from graphmem.storage.keywords import KeywordIndex
 from graphmem.storage.pending import EXTRACT, PASSAGES, PendingWork
 from graphmem.storage.search_cache import MIN_MEMORIES
-from graphmem.storage.vectors import COPY_MIN_ROWS, PassageVectors, VectorTables
+from graphmem.storage.vectors import PassageVectors, VectorTables
 from graphmem.text import index_text
 
 _FIELDS = MEMORY_FIELDS
@@ -144,7 +144,9 @@ class MemoryRepository(VectorTables, PendingWork):
     ) -> int:
         """Insert rows, their vectors and their passages' atomically, with the store keys
         (graphmem.idempotency) that find them again; returns how many were inserted. Each new
-        memory waits for extraction, and those of `deferred_passages` for their passages."""
+        memory waits for extraction, and those of `deferred_passages` for their passages
+        (graphmem.storage.pending), recorded in the same transaction. Every row is logged,
+        never COPYed, however many: see COPY_MIN_ROWS."""
         if not memories:
             return 0
         rows = [memory_to_row(m) for m in memories]
@@ -155,25 +157,20 @@ class MemoryRepository(VectorTables, PendingWork):
             {f: pa.array([r[f] for r in rows], _ARROW_TYPES.get(f, pa.string())) for f in columns}
         )
         ids = [m.id for m in memories]
+        at = memories[0].updated_at
+        assignments = ", ".join(f"{f}: {f}" for f in columns)
         with self.transaction():
-            if len(rows) < COPY_MIN_ROWS:
-                assignments = ", ".join(f"{f}: {f}" for f in columns)
-                self.query_result(
-                    f"LOAD FROM $rows CREATE (:Memory {{{assignments}, access_count: 0}})",
-                    {"rows": table},
-                )
-            else:  # ~4x faster at 1M rows; the vectors' COPY checkpoints the commit anyway
-                table = table.append_column("access_count", pa.array([0] * len(rows), pa.int64()))
-                names = ", ".join(table.column_names)
-                self.query_result(f"COPY Memory({names}) FROM $rows", {"rows": table})
-                self.checkpoint_at_commit()
-            self.put_vectors(space, ids, vectors)
+            self.query_result(
+                f"LOAD FROM $rows CREATE (:Memory {{{assignments}, access_count: 0}})",
+                {"rows": table},
+            )
+            self.put_vectors(space, ids, vectors, bulk=False)
             if passages is not None:
-                self.put_passages(space, *passages)
+                self.put_passages(space, *passages, bulk=False)
             if keys:
-                self._put_store_keys(keys, at=memories[0].updated_at)
-            self.put_pending(EXTRACT, ids, at=memories[0].updated_at)
-            self.put_pending(PASSAGES, deferred_passages, at=memories[0].updated_at)
+                self._put_store_keys(keys, at=at)
+            self.put_pending(EXTRACT, ids, at=at)
+            self.put_pending(PASSAGES, deferred_passages, at=at)
             self._rows_written(rows, table.column("search_text"))
         return len(memories)
 
@@ -187,12 +184,23 @@ class MemoryRepository(VectorTables, PendingWork):
         rows = [
             {"k": k.key, "m": memory_id, "d": k.digest, "e": k.expires_at} for k, memory_id in keys
         ]
-        self.execute(
-            "UNWIND $rows AS r MERGE (s:StoreKey {key: r.k}) "
-            "SET s.memory_id = r.m, s.digest = r.d, s.at = $at, "
-            "s.expires_at = CAST(r.e AS TIMESTAMP)",
-            {"rows": rows, "at": at},
-        )
+        # SET the keys there and CREATE the others, never MERGE (see graphmem.storage.pending)
+        taken = {
+            row[0]
+            for row in self.execute(
+                "UNWIND $rows AS r MATCH (s:StoreKey {key: r.k}) "
+                "SET s.memory_id = r.m, s.digest = r.d, s.at = $at, "
+                "s.expires_at = CAST(r.e AS TIMESTAMP) RETURN s.key",
+                {"rows": rows, "at": at},
+            )
+        }
+        new = [r for r in rows if r["k"] not in taken]
+        if new:
+            self.execute(
+                "UNWIND $rows AS r CREATE (:StoreKey {key: r.k, memory_id: r.m, digest: r.d, "
+                "at: $at, expires_at: CAST(r.e AS TIMESTAMP)})",
+                {"rows": new, "at": at},
+            )
 
     def stored_by_keys(self, keys: Sequence[str], *, now: datetime) -> dict[str, tuple[str, str]]:
         """key -> (memory id, digest) of the keys among `keys` still in force whose memory is
@@ -210,6 +218,16 @@ class MemoryRepository(VectorTables, PendingWork):
             )
         alive = {row[0] for row in self._by_id([m for m, _ in found.values()], "m.id")}
         return {k: v for k, v in found.items() if v[0] in alive}
+
+    def finish_absent(self, work: str, memory_ids: Sequence[str]) -> list[str]:
+        """Drop the work on those of the memories that are not there (a caller's Cypher
+        deleted them), checked again in the transaction that drops it; returns those."""
+        if not memory_ids:
+            return []
+        with self.transaction():
+            absent = sorted(set(memory_ids) - self.existing_ids(memory_ids))
+            self.finish_pending(work, absent)
+        return absent
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         rows = self.read(

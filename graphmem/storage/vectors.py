@@ -33,7 +33,12 @@ PROJECT_MIN_ROWS = 50_000
 PROJECTED_DIMS = 128
 RERANK = 8
 # COPY writes a vector in ~15 µs, LOAD FROM ... CREATE in ~180 (384 dims, measured), but COPY
-# makes the commit checkpoint, which must wait for reads in flight: worth it for big batches only
+# makes the commit checkpoint, which must wait for reads in flight: worth it for big batches only.
+# Memories are never COPYed (`bulk=False`): Kùzu 0.11.3 does not log a COPY's rows, and a kill -9
+# during its commit's checkpoint left stores that would not open (logged rows of the WAL replayed
+# over a half-written checkpoint: "duplicated primary key", or a crash), lost the COPY's rows
+# while its logged ones came back, or kept their keys in the primary-key index with no row, so
+# that importing them again failed for good. With every row logged, 60 kills passed.
 COPY_MIN_ROWS = 256
 # (passage ids, their vectors): what `put_passages` writes
 PassageVectors = tuple[Sequence[str], npt.NDArray[np.float32]]
@@ -186,20 +191,33 @@ class VectorTables(KuzuConnection):
         return True
 
     def put_vectors(
-        self, space: EmbeddingSpace, ids: Sequence[str], vectors: npt.NDArray[np.float32]
+        self,
+        space: EmbeddingSpace,
+        ids: Sequence[str],
+        vectors: npt.NDArray[np.float32],
+        *,
+        bulk: bool | None = None,
     ) -> None:
+        """`bulk`: COPY them (True) or log them (False); by their number when None (see
+        COPY_MIN_ROWS)."""
         self.ensure_space(space)
-        self._insert(table_for(space), space, ids, vectors)
+        self._insert(table_for(space), space, ids, vectors, bulk=bulk)
 
     def put_passages(
-        self, space: EmbeddingSpace, ids: Sequence[str], vectors: npt.NDArray[np.float32]
+        self,
+        space: EmbeddingSpace,
+        ids: Sequence[str],
+        vectors: npt.NDArray[np.float32],
+        *,
+        bulk: bool | None = None,
     ) -> None:
-        """Passage vectors, by passage id (`graphmem.passages.passage_ids`)."""
+        """Passage vectors, by passage id (`graphmem.passages.passage_ids`); `bulk` as for
+        `put_vectors`."""
         if not len(ids):
             return
         with self._lock:
             self._ensure_table(passage_table_for(space), space.dim)
-        self._insert(passage_table_for(space), space, ids, vectors)
+        self._insert(passage_table_for(space), space, ids, vectors, bulk=bulk)
 
     def _insert(
         self,
@@ -207,6 +225,8 @@ class VectorTables(KuzuConnection):
         space: EmbeddingSpace,
         ids: Sequence[str],
         vectors: npt.NDArray[np.float32],
+        *,
+        bulk: bool | None = None,
     ) -> None:
         if vectors.shape != (len(ids), space.dim):
             raise InvalidInput(
@@ -222,7 +242,7 @@ class VectorTables(KuzuConnection):
         )
         with self._lock:
             # an arrow table cannot go through a prepared statement, hence query_result
-            if len(ids) < COPY_MIN_ROWS:
+            if not (len(ids) >= COPY_MIN_ROWS if bulk is None else bulk):
                 self.query_result(
                     f"LOAD FROM $t CREATE (:{name} {{id: id, vec: vec}})", {"t": table}
                 )

@@ -19,6 +19,7 @@ from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
 from graphmem.storage.entities import EntityRow, Mention
 from graphmem.storage.pending import CHUNK_EXTRACT, EXTRACT, PASSAGES
+from graphmem.storage.vectors import COPY_MIN_ROWS
 
 NOTES = [
     {"content": f"Service {i} timed out. The pool was too small. We raised it to {i}."}
@@ -73,15 +74,16 @@ def test_an_extraction_that_fails_to_commit_leaves_the_memory_waiting(
     assert oneshot.store.pending_items(EXTRACT) == [memory.id]
 
 
-def test_a_write_that_rolls_back_leaves_no_work_behind(
-    oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("count", [1, COPY_MIN_ROWS + 44])
+def test_a_write_that_rolls_back_leaves_no_work_behind_however_big(
+    oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch, count: int
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> None:
         raise StorageError("disk full")
 
     monkeypatch.setattr(oneshot.store, "_rows_written", broken)
     with pytest.raises(StorageError):
-        oneshot.remember("never stored")
+        oneshot.remember_many([{"content": f"never stored {i}"} for i in range(count)])
     assert oneshot.store.pending_counts() == {EXTRACT: 0, PASSAGES: 0, CHUNK_EXTRACT: 0}
 
 
@@ -223,3 +225,22 @@ def test_document_chunks_wait_for_extraction_until_extracted_or_their_file_goes(
 
         assert gm.index_triples().chunks == len(left)
         assert gm.store.pending_items(CHUNK_EXTRACT) == []
+
+
+def test_a_memory_deleted_by_a_callers_cypher_leaves_a_row_the_next_read_drops(
+    oneshot: GraphMemory,
+) -> None:
+    memory = oneshot.remember("uses redis")
+    oneshot.cypher("MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": memory.id}, write=True)
+
+    assert oneshot.store.texts_for_extraction([memory.id]) == []
+    assert oneshot.store.pending_items(EXTRACT) == []
+
+
+def test_only_the_work_on_memories_not_there_is_dropped(oneshot: GraphMemory) -> None:
+    memory = oneshot.remember("still there")
+    other = "01HKS659000000000000000001"
+    oneshot.store.put_pending(EXTRACT, [other])
+
+    assert oneshot.store.finish_absent(EXTRACT, [memory.id, other]) == [other]
+    assert oneshot.store.pending_items(EXTRACT) == [memory.id]
