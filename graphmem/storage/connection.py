@@ -42,10 +42,7 @@ WAL_FILE = DB_FILE + WAL_SUFFIX
 READ_CONNECTIONS = 4  # reads run beside the one writer, each on its own connection
 ALL_CORES = os.cpu_count() or 1  # what a read may use (Kùzu's own default)
 _background = threading.local()  # reads of this thread run on one core (see `background`)
-# Kùzu's own default is 16 MiB, but a kill -9 while Kùzu 0.11.3 checkpoints a log that big
-# left stores it could not reopen (plain kuzu, 384-dim vectors: a crash or "duplicated primary
-# key" replaying the log at the 7th kill with ~18 MB checkpoints, none in 20 with ~3 MB ones)
-CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
+CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024  # Kùzu's own default threshold
 MIN_BUFFER_POOL = 1 << 30
 HOLDER_FILE = "holder.json"
 CONTENT_STAMP = "content_stamp"  # _Meta key, changed by every write to memory text or vectors

@@ -222,8 +222,8 @@ class EntityRepository(KnowledgeRepository):
         return self.pending_items(EXTRACT)
 
     def texts_for_extraction(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
-        """(id, text) of those memories still waiting for extraction, by id. One deleted
-        behind the store's back (by a caller's Cypher) has nothing left to extract."""
+        """(id, text) of those memories still waiting for extraction, by id. One that is not
+        there has nothing left to extract (`finish_absent`)."""
         waiting = self.pending_among(EXTRACT, memory_ids)
         rows = sorted(self._by_id(waiting, "m.id, m.title, m.content"))
         missing = set(waiting).difference(r[0] for r in rows)

@@ -35,8 +35,7 @@ class PendingWork(KuzuConnection):
         """Record work to do on the items, in the caller's transaction if any; an item already
         waiting keeps its row. Rows are CREATEd, never MERGEd: a kill -9 during the checkpoint
         after a `LOAD FROM ... MERGE` left stores whose log Kùzu 0.11.3 crashed replaying
-        (plain kuzu, 1 in 12 kills; none in 20 with CREATE), and never COPYed (see
-        graphmem.storage.vectors.COPY_MIN_ROWS)."""
+        (plain kuzu, at the 12th kill; none in 20 with CREATE; docs/operations.md)."""
         if not items:
             return
         with self.transaction():

@@ -33,12 +33,7 @@ PROJECT_MIN_ROWS = 50_000
 PROJECTED_DIMS = 128
 RERANK = 8
 # COPY writes a vector in ~15 µs, LOAD FROM ... CREATE in ~180 (384 dims, measured), but COPY
-# makes the commit checkpoint, which must wait for reads in flight: worth it for big batches only.
-# Memories are never COPYed (`bulk=False`): Kùzu 0.11.3 does not log a COPY's rows, and a kill -9
-# during its commit's checkpoint left stores that would not open (logged rows of the WAL replayed
-# over a half-written checkpoint: "duplicated primary key", or a crash), lost the COPY's rows
-# while its logged ones came back, or kept their keys in the primary-key index with no row, so
-# that importing them again failed for good. With every row logged, 60 kills passed.
+# makes the commit checkpoint, which must wait for reads in flight: worth it for big batches only
 COPY_MIN_ROWS = 256
 # (passage ids, their vectors): what `put_passages` writes
 PassageVectors = tuple[Sequence[str], npt.NDArray[np.float32]]

@@ -19,6 +19,7 @@ import pytest
 from graphmem.daemon.client import connect
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import StoreError
+from graphmem.passage_work import IMPORT_BATCH
 from graphmem.passages import passages
 from graphmem.process import pid_alive
 from graphmem.service import GraphMemory
@@ -104,13 +105,16 @@ def _notes(count: int) -> list[tuple[str, str]]:
 def _checked_after_kill(settings: Settings, ids: list[str], multi: set[str]) -> int:
     """Open the store after a kill and check that what it holds is a whole prefix of the file
     (batches commit whole, in order) and that its Pending table is exactly the work left on
-    it; returns how many lines it holds."""
+    it; returns how many lines it holds. The table may also name memories of the batch that
+    was in flight: Kùzu 0.11.3 can bring back a transaction's logged rows without its COPYed
+    ones (docs/operations.md#crash-safety), and whoever reads such rows drops them."""
     with GraphMemory(settings, embedder=HashEmbedder(), extract_in_background=False) as gm:
         assert not gm.db_status().pending
         present = [r[0] for r in gm.store.read("MATCH (m:Memory) RETURN m.id")]
         assert len(present) == len(set(present))
         assert set(present) == set(ids[: len(present)])
         unextracted = gm.store.read("MATCH (m:Memory) WHERE m.extracted_by IS NULL RETURN m.id")
+        in_flight = set(ids[len(present) : len(present) + IMPORT_BATCH])
         have = gm.store.passage_owners(gm.embedder.space)
         waiting = {
             EXTRACT: {r[0] for r in unextracted},
@@ -118,7 +122,9 @@ def _checked_after_kill(settings: Settings, ids: list[str], multi: set[str]) -> 
         }
         assert have <= multi
         for work, expected in waiting.items():
-            assert set(gm.store.pending_items(work)) == expected, work
+            recorded = set(gm.store.pending_items(work))
+            assert recorded.intersection(present) == expected, work
+            assert recorded.difference(present) <= in_flight, work
         return len(present)
 
 
@@ -162,7 +168,8 @@ def _kill_import_rounds(tmp_path: Path, lines: int, kills: int, *, seed: int = 0
             time.sleep(rng.uniform(0.3, 1.0 + (lines - latest) / 4_000 + 2.5 * (owner is not None)))
             victim = owner if owner is not None else client.pid
             if owner is not None or client.poll() is None:
-                os.kill(victim, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # the check below says why
+                    os.kill(victim, signal.SIGKILL)
                 landed += 1
             if owner is not None:
                 while pid_alive(owner):

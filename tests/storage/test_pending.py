@@ -74,16 +74,15 @@ def test_an_extraction_that_fails_to_commit_leaves_the_memory_waiting(
     assert oneshot.store.pending_items(EXTRACT) == [memory.id]
 
 
-@pytest.mark.parametrize("count", [1, COPY_MIN_ROWS + 44])
-def test_a_write_that_rolls_back_leaves_no_work_behind_however_big(
-    oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch, count: int
+def test_a_write_that_rolls_back_leaves_no_work_behind(
+    oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> None:
         raise StorageError("disk full")
 
     monkeypatch.setattr(oneshot.store, "_rows_written", broken)
     with pytest.raises(StorageError):
-        oneshot.remember_many([{"content": f"never stored {i}"} for i in range(count)])
+        oneshot.remember_many([{"content": f"never stored {i}"} for i in range(3)])
     assert oneshot.store.pending_counts() == {EXTRACT: 0, PASSAGES: 0, CHUNK_EXTRACT: 0}
 
 
@@ -225,6 +224,23 @@ def test_document_chunks_wait_for_extraction_until_extracted_or_their_file_goes(
 
         assert gm.index_triples().chunks == len(left)
         assert gm.store.pending_items(CHUNK_EXTRACT) == []
+
+
+def test_a_batch_to_copy_records_its_work_first_and_rows_of_a_lost_copy_are_dropped_on_read(
+    oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def lost(*args: Any, **kwargs: Any) -> None:
+        raise StorageError("killed during the COPY's commit")
+
+    monkeypatch.setattr(oneshot.store, "_rows_written", lost)
+    with pytest.raises(StorageError):
+        oneshot.remember_many([{"content": f"note {i}"} for i in range(COPY_MIN_ROWS)])
+    monkeypatch.undo()
+    recorded = oneshot.store.pending_items(EXTRACT)
+    assert len(recorded) == COPY_MIN_ROWS and oneshot.stats().total == 0
+
+    assert oneshot.store.texts_for_extraction(recorded[:64]) == []
+    assert len(oneshot.store.pending_items(EXTRACT)) == COPY_MIN_ROWS - 64
 
 
 def test_a_memory_deleted_by_a_callers_cypher_leaves_a_row_the_next_read_drops(
