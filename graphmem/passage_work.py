@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from graphmem.passages import owner, passages, passages_of
 from graphmem.storage.pending import PASSAGES
-from graphmem.storage.vectors import COPY_MIN_ROWS
 
 if TYPE_CHECKING:
     from graphmem.embeddings.base import Embedder
@@ -25,6 +24,9 @@ log = logging.getLogger("graphmem")
 # the worker. The owner's first start finds those passages the old way, once, and records them.
 PASSAGES_PENDING = "passages_pending"
 IMPORT_BATCH = 2048  # memories to embed per import transaction
+# memories per transaction of the passage worker: their passages are written through Kùzu's log
+# (a COPY's rows can be lost in a crash while the deletion of their Pending rows comes back)
+WORKER_BATCH = 256
 
 
 class PassageWork:
@@ -51,14 +53,11 @@ class PassageWork:
         pending_only: bool = False,
         on_progress: Progress | None = None,
     ) -> int:
-        """Embed the passages of the memories (a transaction per batch); returns how many got
-        some. With `pending_only`, only those still waiting in the Pending table, checked again
-        inside the transaction (an update or an earlier job may have given them theirs), whose
-        rows go in a second transaction once the passages are written: a batch of passages is
-        COPYed, and a COPY's transaction must log nothing else (see
-        MemoryRepository._pending_before_copy). So a crash between the two leaves rows of
-        memories that have their passages: the next run drops them. A worker's run stops
-        between batches when the store closes: the rest wait for the next start."""
+        """Embed the passages of the memories (one transaction per batch); returns how many
+        got some. With `pending_only`, only those still waiting in the Pending table, checked
+        again inside the transaction: an update or an earlier job may have given them theirs
+        meanwhile. A worker's run stops between batches when the store closes: the rest wait
+        for the next start."""
         space = self.embedder.space
         stopping = self._passage_jobs.stopping if self._passage_jobs is not None else None
         given = 0
@@ -66,28 +65,24 @@ class PassageWork:
             if stopping is not None and stopping.is_set():
                 break
             batch = todo[start : start + batch_size]
-            ids = self.store.pending_among(PASSAGES, batch) if pending_only else list(batch)
-            had = set(self.store.passage_vectors(space, ids)) if pending_only else set()
-            memories = self.store.get_memories([i for i in ids if i not in had])
+            ids = self.store.pending_among(PASSAGES, batch) if pending_only else batch
+            memories = self.store.get_memories(ids)
             found, pieces = passages_of(memories[i] for i in ids if i in memories)
-            vectors = self.embedder.embed(pieces) if pieces else None
-            done = [i for i in ids if i in memories]
-            if vectors is not None:
-                if len(found) >= COPY_MIN_ROWS:
-                    self.store.checkpoint()  # the COPY's commit then checkpoints nothing else
+            if pieces or (pending_only and ids):  # those with none are done too
+                vectors = self.embedder.embed(pieces) if pieces else None
                 with self.store.transaction():
-                    if pending_only:
+                    done = [i for i in ids if i in memories]
+                    if pending_only:  # still waiting, and read; absent ones only if still so
                         live = set(self.store.pending_among(PASSAGES, ids))
                         done = [i for i in done if i in live]
-                    chosen = set(done)
-                    keep = [k for k, p in enumerate(found) if owner(p) in chosen]
-                    found = [found[k] for k in keep]
-                    self.store.put_passages(space, found, vectors[keep])
+                        self.store.finish_absent(PASSAGES, [i for i in live if i not in memories])
+                    if vectors is not None:
+                        chosen = set(done)
+                        keep = [k for k, p in enumerate(found) if owner(p) in chosen]
+                        found = [found[k] for k in keep]
+                        self.store.put_passages(space, found, vectors[keep], bulk=False)
+                    self.store.finish_pending(PASSAGES, done)
                 given += len({owner(i) for i in found})
-            if pending_only:
-                with self.store.transaction():
-                    self.store.finish_absent(PASSAGES, [i for i in ids if i not in memories])
-                    self.store.finish_pending(PASSAGES, [*done, *had])
             if on_progress:
                 on_progress(start + len(batch), len(todo))
         return given
@@ -99,7 +94,7 @@ class PassageWork:
             if memory_ids is None:
                 self._adopt_flagged_passages()
                 memory_ids = self.store.pending_items(PASSAGES)
-            self._fill_passages(memory_ids, batch_size=IMPORT_BATCH, pending_only=True)
+            self._fill_passages(memory_ids, batch_size=WORKER_BATCH, pending_only=True)
         except Exception:  # the rows stay: the next start embeds what is left
             log.exception("background passages failed")
 
