@@ -111,8 +111,8 @@ def test_bad_vectors_are_reported_by_line_and_the_good_lines_still_import(
 
 
 def test_lines_with_their_vectors_commit_sixteen_times_less_often(target: GraphMemory) -> None:
-    """Each batch checks the whole table for the ids its lines name, so lines that need no
-    embedding go in bigger batches."""
+    """Each commit of an import costs a checkpoint, so lines that need no embedding go in
+    bigger transactions."""
     label = target.embedder.space.label
     vector = base64.b64encode(np.ones(384, "<f4").tobytes()).decode()
     supplied = [_line(f"given {i}", vector=vector, embedding_space=label) for i in range(128)]
