@@ -1,4 +1,4 @@
-"""`python -m eval locomo|longmemeval|beir|docs|all|bench|extract|steward ...`: runs an
+"""`python -m eval locomo|longmemeval|beir|docs|all|bench|extract|steward|console ...`: runs an
 evaluation and writes JSON results."""
 
 from __future__ import annotations
@@ -169,7 +169,28 @@ def main(argv: list[str] | None = None) -> int:
         "entities and facts (default: all); the others are imported after, unextracted",
     )
     steward.add_argument("--out", type=Path, help="default eval/results/steward_<N>.json")
+    console = sub.add_parser(
+        "console", help="the console's pages over HTTP through the owner: p50/p95 per page"
+    )
+    console.add_argument("--store", type=Path, help="an existing store's data dir to measure")
+    console.add_argument(
+        "--memories", type=int, default=10_000, help="without --store: build one this size"
+    )
+    console.add_argument("--rounds", type=int, default=30, help="requests timed per page")
+    console.add_argument("--bench", type=Path, default=Path("../shared/bench"))
+    console.add_argument("--embedding", default="local", help=embedding.HELP)
+    console.add_argument("--out", type=Path, help="default eval/results/console_<N>.json")
     args = parser.parse_args(argv)
+
+    if args.command == "console":
+        from eval.console_bench import build_store, run_console_bench
+
+        progress = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+        home = args.store or build_store(args.bench, args.memories, args.embedding, progress)
+        result = run_console_bench(home, args.embedding, rounds=args.rounds)
+        size = f"{round(result['memories'] / 1000)}k"
+        _write(result, args.out or Path("eval/results") / f"console_{size}.json")
+        return 0
 
     if args.command == "steward":
         from eval.steward_run import results_name, run_steward

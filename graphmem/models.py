@@ -364,6 +364,12 @@ class StoreStats(Model):
     by_kind: dict[str, int]
     by_context: dict[str, int]
     by_lifecycle: dict[str, int]
+    by_layer: dict[str, int] = Field(default_factory=dict, description="sedimentation layers")
+    backlog: dict[str, int] = Field(
+        default_factory=dict,
+        description="work still waiting: `extraction`, live memories whose entities and facts "
+        "are not in the graph yet; `chunks`, document chunks likewise",
+    )
     store_bytes: int
     embedding_space: str
     vectors: int

@@ -314,7 +314,8 @@ def delete(
 
 @app.command()
 def stats(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
-    """Counts by type, kind and context; store size; the active embedding space."""
+    """Counts by type, kind, context, lifecycle and layer; store size; the active embedding
+    space; work still waiting (the backlog)."""
     with opened(home, as_json) as gm:
         s = gm.stats()
         if as_json:
@@ -328,12 +329,20 @@ def stats(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
             ("kind", s.by_kind),
             ("context", s.by_context),
             ("lifecycle", s.by_lifecycle),
+            ("layer", s.by_layer),
         ):
             if counts:
                 out.print(
                     f"  by {name}: "
                     + ", ".join(f"{k or '-'} {v}" for k, v in sorted(counts.items()))
                 )
+        waiting = s.backlog.get("extraction", 0) + s.backlog.get("chunks", 0)
+        if waiting:
+            out.print(
+                f"backlog: {s.backlog.get('extraction', 0)} memories and "
+                f"{s.backlog.get('chunks', 0)} document chunks wait for entity extraction "
+                "(a running owner works through them; or run `graphmem index-triples`)"
+            )
 
 
 @app.command()

@@ -163,6 +163,7 @@ class RemoteMemory:
     drift_scan = _forward("drift_scan")
     list_entities = _forward("list_entities")
     merge_entities = _forward("merge_entities")
+    memory_graph = _forward("memory_graph")
     recall_multihop = _forward("recall_multihop")
     wait_for_extraction = _forward("wait_for_extraction")
     search_docs = _forward("search_docs")

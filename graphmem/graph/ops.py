@@ -14,9 +14,13 @@ from graphmem.graph.models import (
     EntityInfo,
     EntityList,
     IndexReport,
+    MemoryEntity,
+    MemoryFact,
+    MemoryGraph,
     MergeEntitiesReport,
     MultiHopHit,
     MultiHopResult,
+    Neighbour,
 )
 from graphmem.models import validate_filter
 from graphmem.recall.config import get_recipe
@@ -24,6 +28,7 @@ from graphmem.recall.config import get_recipe
 if TYPE_CHECKING:
     from graphmem.api import Filters
     from graphmem.graph.background import Extraction
+    from graphmem.knowledge.models import CitationState
     from graphmem.models import RecallResult
     from graphmem.settings import Settings
     from graphmem.storage.store import KuzuStore
@@ -31,6 +36,11 @@ if TYPE_CHECKING:
 INDEX_CURSOR_KEY = "index_triples:cursor"
 MAX_HOPS = 4
 POOL = 100  # hybrid-recall hits fused with the walk (the walk adds the memories it reaches)
+
+
+def _label(title: str | None, content: str) -> str:
+    text = title or content
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 class GraphOps:
@@ -42,6 +52,8 @@ class GraphOps:
 
         @property
         def embedder(self) -> Any: ...
+
+        def _citation_states(self, memory_id: str) -> list[CitationState]: ...
 
         def recall(
             self,
@@ -161,6 +173,45 @@ class GraphOps:
             primary=primary,
             merged=[d for d in dict.fromkeys(duplicates) if d != primary],
             edges_moved=moved,
+        )
+
+    def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph:
+        """What the graph holds around one memory: the files it cites (and whether they
+        changed), the entities it names, the facts it states, and up to `limit` neighbours:
+        its versions, merges and dead ends, then memories naming its rarest entities."""
+        check_limit(limit)
+        self.store.get_memory(memory_id)  # NotFound for an unknown id
+        entities = [
+            MemoryEntity(id=i, name=n, label=lab, mentioned_as=w)
+            for i, n, lab, w in self.store.memory_entities(memory_id)
+        ]
+        neighbours: dict[str, Neighbour] = {}
+        for relation, other, title, content, kind, lifecycle in self.store.linked_memories(
+            memory_id
+        ):
+            neighbours.setdefault(
+                other, Neighbour(id=other, label=_label(title, content), kind=kind,
+                                 lifecycle=lifecycle, relation=relation)
+            )  # fmt: skip
+        for entity in entities:
+            if len(neighbours) >= limit:
+                break
+            for other, title, content, kind, lifecycle in self.store.memories_naming(
+                entity.id, besides=memory_id, limit=max(2, limit // 4)
+            ):
+                neighbours.setdefault(
+                    other, Neighbour(id=other, label=_label(title, content), kind=kind,
+                                     lifecycle=lifecycle, relation="mentions", via=entity.name)
+                )  # fmt: skip
+        return MemoryGraph(
+            memory_id=memory_id,
+            citations=self._citation_states(memory_id),
+            entities=entities,
+            facts=[
+                MemoryFact(id=i, subject=s, predicate=p, object=o, text=t, confidence=c)
+                for i, s, p, o, t, c in self.store.memory_facts(memory_id)
+            ],
+            neighbours=list(neighbours.values())[:limit],
         )
 
     # -- multi-hop recall ---------------------------------------------------------------------

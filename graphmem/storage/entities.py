@@ -62,6 +62,14 @@ def compact_key(norm: str) -> str:
     return "".join(ch for ch in norm if ch.isalnum())
 
 
+# memory-to-memory relations, and how each reads from either end
+_LINKS = (
+    ("SUPERSEDES", "supersedes", "superseded_by"),
+    ("MERGED_INTO", "merged_into", "merged_from"),
+    ("AVOIDS", "avoids", "avoided_by"),
+)
+
+
 class EntityRepository(KnowledgeRepository):
     # -- resolution ---------------------------------------------------------------------------
 
@@ -294,6 +302,54 @@ class EntityRepository(KnowledgeRepository):
         return moved
 
     # -- reads --------------------------------------------------------------------------------
+
+    def memory_entities(self, memory_id: str) -> list[tuple[str, str, str, str]]:
+        """(entity id, name, label, the words the memory used) of what a memory names."""
+        rows = self.read(
+            "MATCH (m:Memory {id: $id})-[r:MENTIONS]->(e:Entity) "
+            "RETURN e.id, e.name, e.label, r.name ORDER BY e.name",
+            {"id": memory_id},
+        )
+        return [tuple(r) for r in rows]
+
+    def memory_facts(self, memory_id: str) -> list[tuple[str, str, str, str, str, float]]:
+        """(id, subject, predicate, object, text, confidence) of the facts a memory states."""
+        rows = self.read(
+            "MATCH (f:Fact)-[x:EXTRACTED_FROM]->(m:Memory {id: $id}) "
+            "RETURN f.id, f.subject, f.predicate, f.object, f.text, x.confidence "
+            "ORDER BY f.subject, f.predicate",
+            {"id": memory_id},
+        )
+        return [tuple(r) for r in rows]
+
+    def linked_memories(self, memory_id: str) -> list[tuple[str, str, Any, str, str, str]]:
+        """(relation, id, title, content, kind, lifecycle) of the memories one edge away:
+        versions, merges and dead ends, each read from this memory's side."""
+        out: list[tuple[str, str, Any, str, str, str]] = []
+        for rel, forward, backward in _LINKS:
+            for pattern, relation in (
+                (f"(m:Memory {{id: $id}})-[:{rel}]->(o:Memory)", forward),
+                (f"(o:Memory)-[:{rel}]->(m:Memory {{id: $id}})", backward),
+            ):
+                rows = self.read(
+                    f"MATCH {pattern} RETURN o.id, o.title, o.content, o.kind, o.lifecycle "
+                    "ORDER BY o.created_at LIMIT 20",
+                    {"id": memory_id},
+                )
+                out.extend((relation, *row) for row in rows)
+        return out
+
+    def memories_naming(
+        self, entity_id: str, *, besides: str, limit: int
+    ) -> list[tuple[str, Any, str, str, str]]:
+        """(id, title, content, kind, lifecycle) of a few live memories naming an entity."""
+        rows = self.read(
+            "MATCH (o:Memory)-[:MENTIONS]->(e:Entity {id: $e}) WHERE o.id <> $besides "
+            "AND o.lifecycle IN ['active', 'canonical'] "
+            "RETURN o.id, o.title, o.content, o.kind, o.lifecycle LIMIT $limit",
+            {"e": entity_id, "besides": besides, "limit": limit},
+        )
+        return [tuple(r) for r in rows]
 
     def list_entities(
         self, *, query: str | None, label: str | None, limit: int

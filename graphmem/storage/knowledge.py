@@ -226,9 +226,10 @@ class KnowledgeRepository(MemoryRepository):
         self, memory_id: str | None = None
     ) -> list[tuple[str, str | None, str, str | None]]:
         """(memory id, title, path, sha256 recorded) for every citation, or one memory's."""
-        where = "WHERE m.id = $id" if memory_id else "WHERE m.lifecycle <> 'archived'"
+        match = "(m:Memory {id: $id})" if memory_id else "(m:Memory)"  # a key lookup, no scan
+        where = "" if memory_id else "WHERE m.lifecycle <> 'archived'"
         rows = self.read(
-            f"MATCH (m:Memory)-[c:CITES]->(d:Document) {where} "
+            f"MATCH {match}-[c:CITES]->(d:Document) {where} "
             "RETURN m.id, m.title, d.path, c.sha256_at_verify ORDER BY m.id, d.path",
             {"id": memory_id} if memory_id else {},
         )

@@ -478,6 +478,16 @@ class MemoryRepository(VectorTables):
             except OSError as exc:  # a cache: the store itself is fine without it
                 print(f"graphmem: search cache not saved: {exc}", file=sys.stderr)
 
+    def backlog(self) -> dict[str, int]:
+        """What background work has yet to do: live memories and document chunks waiting for
+        their entities and facts."""
+        memories = self.read(
+            "MATCH (m:Memory) WHERE m.lifecycle <> 'archived' AND m.extracted_by IS NULL "
+            "RETURN count(*)"
+        )
+        chunks = self.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)")
+        return {"extraction": int(memories[0][0]), "chunks": int(chunks[0][0])}
+
     def stats(self, space: EmbeddingSpace) -> StoreStats:
         def counts(field: str) -> dict[str, int]:
             rows = self.read(f"MATCH (m:Memory) RETURN m.{field}, count(*)")
@@ -485,6 +495,9 @@ class MemoryRepository(VectorTables):
 
         by_type = counts("type")
         total = sum(by_type.values())
+        layers: dict[str, int] = {}
+        for layer, count in counts("layer").items():  # a memory never moved reads as surface
+            layers[layer or "surface"] = layers.get(layer or "surface", 0) + count
         vectors = self.vector_count(space)
         size = sum(p.stat().st_size for p in self.home.iterdir() if p.is_file())
         return StoreStats(
@@ -493,6 +506,8 @@ class MemoryRepository(VectorTables):
             by_kind=counts("kind"),
             by_context=counts("context"),
             by_lifecycle=counts("lifecycle"),
+            by_layer=layers,
+            backlog=self.backlog(),
             store_bytes=size,
             embedding_space=space.label,
             vectors=vectors,

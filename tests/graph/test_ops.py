@@ -59,6 +59,17 @@ def test_writes_are_extracted_in_the_background(live: GraphMemory) -> None:
     assert live.store.pending_extraction_ids() == []
 
 
+def test_memories_written_inside_a_transaction_are_extracted_once_it_commits(
+    live: GraphMemory,
+) -> None:
+    live.close_session(
+        "Checkout work.\n- We decided to run checkout-service on Redis 7", dry_run=False
+    )
+    assert live.wait_for_extraction(timeout=60)
+    assert live.store.pending_extraction_ids() == []  # the session's summary too
+    assert live.stats().backlog == {"extraction": 0, "chunks": 0}
+
+
 def test_a_one_shot_store_leaves_memories_pending_and_the_backfill_catches_up(
     oneshot: GraphMemory,
 ) -> None:
