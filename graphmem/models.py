@@ -316,7 +316,7 @@ class ScopedHit(Model):
 class RecallWarning(Model):
     """Something the caller should know before acting on the hits."""
 
-    kind: Literal["dead_end", "degraded", "missing_vectors"]
+    kind: Literal["dead_end", "degraded", "missing_vectors", "backlog"]
     message: str
     memory: Memory | None = None
 

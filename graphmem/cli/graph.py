@@ -98,8 +98,14 @@ def entities(
                 f"{e.mentions:>5} mentions {e.facts:>4} facts  {e.label:<12} {e.id}{aliases}",
                 markup=False,
             )
-        if not result.entities:
+        if not result.entities and not result.pending:
             out.print("no entities (run `graphmem index-triples` to extract them)")
+        if result.pending:
+            out.print(
+                f"{result.pending} memories are not extracted yet, so their entities are not "
+                "listed: a running owner process works through them, or run "
+                "`graphmem index-triples`"
+            )
 
 
 @app.command("merge-entities")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 import sys
 from typing import Annotated, Any
@@ -120,7 +121,7 @@ def console(
         def started(base: str) -> None:
             url = f"{base}{CONSOLE_PATH}/"
             if as_json:
-                emit_json({"url": url, "token": generated})
+                print(json.dumps({"url": url, "token": generated}), flush=True)  # one line
             else:
                 print(f"graphmem console: {url}", file=sys.stderr)
                 print(

@@ -20,6 +20,10 @@ class EntityInfo(Model):
 
 class EntityList(Model):
     entities: list[EntityInfo]
+    pending: int = Field(
+        default=0,
+        description="live memories whose entities are not extracted yet, so not listed here",
+    )
 
 
 class MergeEntitiesReport(Model):

@@ -7,11 +7,12 @@ with the neighbourhood, not the store. Each hit keeps the path that reached it f
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,9 +20,6 @@ from graphmem.graph.models import PathStep
 from graphmem.models import Memory
 from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
 from graphmem.storage.store import KuzuStore
-
-if TYPE_CHECKING:  # networkx is imported for the paths only: plain recall runs the answer hop
-    import networkx as nx
 
 MAX_MEMORIES = 1500  # memories the walk may gather
 MAX_KIND_MEMORIES = 40  # the answer hop's limit on memories naming a thing of the asked kind
@@ -42,8 +40,7 @@ class Edge:
 @dataclass
 class Subgraph:
     """Nodes are "m:<memory id>" and "e:<entity id>". Edges are kept in a dict as the walk adds
-    them (thousands per question: a networkx edge apiece cost more than the walk's queries) and
-    become a networkx graph only for the shortest paths."""
+    them (thousands per question: a networkx edge apiece cost more than the walk's queries)."""
 
     edges: dict[tuple[str, str], Edge] = field(default_factory=dict)  # (a, b) with a < b
     nodes: dict[str, None] = field(default_factory=dict)  # in the order first linked
@@ -61,16 +58,19 @@ class Subgraph:
         self.edges[key] = Edge(weight, relation, a if forward else b)
         self.nodes.update(dict.fromkeys((a, b)))
 
+    def mentions(self, pairs: Iterable[tuple[str, str]], weights: Mapping[str, float]) -> None:
+        """Memory-entity edges in bulk, `weights` by entity: the same pair always weighs the
+        same, and nothing else joins a memory to an entity, so the first edge stands."""
+        edges = self.edges
+        for memory_id, entity_id in pairs:
+            a, b = "m:" + memory_id, "e:" + entity_id
+            key = (a, b) if a < b else (b, a)
+            if key not in edges:
+                edges[key] = Edge(weights[entity_id], "mentions", a)
+                self.nodes[a] = self.nodes[b] = None
+
     def edge(self, a: str, b: str) -> Edge:
         return self.edges[(a, b) if a < b else (b, a)]
-
-    def graph(self) -> nx.Graph:
-        import networkx as nx
-
-        graph = nx.Graph()
-        graph.add_nodes_from(self.nodes)
-        graph.add_weighted_edges_from((a, b, e.weight) for (a, b), e in self.edges.items())
-        return graph
 
 
 def _m(memory_id: str) -> str:
@@ -96,37 +96,58 @@ def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph
     for _ in range(max_hops):
         if not frontier or len(sub.memories) >= MAX_MEMORIES:
             break
-        reached: set[str] = set()
         found = store.mentions_of(frontier)
-        fresh = sorted({e for _, e, _ in found} - expanded)
-        degrees = store.entity_degrees(fresh)
-        for memory_id, entity_id, name in found:
-            sub.names[_e(entity_id)] = name
-            weight = 1.0 / math.log(2 + degrees.get(entity_id, 1))
-            sub.link(_m(memory_id), _e(entity_id), "mentions", weight)
+        named = {e for _, e, _ in found}
+        fresh = sorted(named - expanded)
+        degrees = store.entity_degrees(sorted(named))
+        weights = {e: 1.0 / math.log(2 + degrees.get(e, 1)) for e in named}
+        sub.names.update((_e(entity_id), name) for _, entity_id, name in found)
+        sub.mentions(((memory_id, entity_id) for memory_id, entity_id, _ in found), weights)
         # facts join entities: the walk may cross from one named thing to another
         linked: set[str] = set()
         for subject, predicate, obj, _ in store.facts_between(fresh):
             sub.link(_e(subject), _e(obj), predicate, 1.0)
             linked.update((subject, obj))
         degrees.update(store.entity_degrees(sorted(linked - set(degrees))))
-        walkable = [e for e in sorted(set(fresh) | linked) if degrees.get(e, 0) <= HUB_MENTIONS]
+        # the rarest names first: the room left goes to what a specific name reaches
+        walkable = sorted(
+            (e for e in set(fresh) | linked if degrees.get(e, 0) <= HUB_MENTIONS),
+            key=lambda e: (degrees.get(e, 0), e),
+        )
         expanded.update(fresh)
         sub.entities.update(fresh, linked)
-        for entity_id, memory_id in store.memories_mentioning(walkable):
-            weight = 1.0 / math.log(2 + degrees.get(entity_id, 1))
-            sub.link(_m(memory_id), _e(entity_id), "mentions", weight)
-            reached.add(memory_id)
+        admitted = _Admission(sub.memories, MAX_MEMORIES - len(sub.memories))
         for newer, older in store.supersession_links(frontier):
-            sub.link(_m(newer), _m(older), "supersedes", 1.0)
-            reached.update((newer, older))
+            if admitted(newer) and admitted(older):
+                sub.link(_m(newer), _m(older), "supersedes", 1.0)
         for before, after in _session_pairs(store, frontier):
-            sub.link(_m(before), _m(after), "next_in_session", 0.5)
-            reached.update((before, after))
-        room = MAX_MEMORIES - len(sub.memories)
-        frontier = sorted(reached - sub.memories)[: max(room, 0)]
+            if admitted(before) and admitted(after):
+                sub.link(_m(before), _m(after), "next_in_session", 0.5)
+        weights.update((e, 1.0 / math.log(2 + degrees.get(e, 1))) for e in linked)
+        sub.mentions(
+            ((m, e) for e, m in store.memories_mentioning(walkable) if admitted(m)), weights
+        )
+        frontier = list(admitted.new)
         sub.memories.update(frontier)
     return sub
+
+
+class _Admission:
+    """The memories a round may add: up to `room` new ones, first come first in (the walk
+    offers them through its most specific links first); those already in always are."""
+
+    def __init__(self, known: set[str], room: int) -> None:
+        self.known = known
+        self.room = room
+        self.new: dict[str, None] = {}  # in the order admitted
+
+    def __call__(self, memory_id: str) -> bool:
+        if memory_id in self.known or memory_id in self.new:
+            return True
+        if len(self.new) >= self.room:
+            return False
+        self.new[memory_id] = None
+        return True
 
 
 def _session_pairs(store: KuzuStore, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
@@ -155,16 +176,42 @@ def rank(sub: Subgraph, seeds: Mapping[str, float], *, damping: float) -> dict[s
 
 
 def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dict[str, list[str]]:
-    """The cheapest path (strong edges are cheap) from a seed to each memory, as graph nodes."""
-    import networkx as nx
-
-    sources = {_m(m) for m in seeds if _m(m) in sub.nodes}
+    """The cheapest path (strong edges are cheap: a step costs 1 / weight) from a seed to each
+    memory, as graph nodes. Dijkstra from all seeds at once, stopped once every memory asked
+    for is reached: the top hits lie close to the seeds, so most of the subgraph is never read."""
+    sources = [_m(m) for m in dict.fromkeys(seeds) if _m(m) in sub.nodes]
+    wanted = {_m(m) for m in memory_ids if _m(m) in sub.nodes}
     if not sources:
         return {}
-    _, paths = nx.multi_source_dijkstra(
-        sub.graph(), sources, weight=lambda _a, _b, edge: 1.0 / edge["weight"]
-    )
-    return {m: paths[_m(m)] for m in memory_ids if _m(m) in paths}
+    around: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for (a, b), edge in sub.edges.items():
+        around[a].append((b, 1.0 / edge.weight))
+        around[b].append((a, 1.0 / edge.weight))
+    cost = dict.fromkeys(sources, 0.0)
+    previous: dict[str, str] = {}
+    queue = [(0.0, node) for node in sources]
+    heapq.heapify(queue)
+    settled: set[str] = set()
+    while queue and not wanted <= settled:
+        so_far, node = heapq.heappop(queue)
+        if node in settled:
+            continue
+        settled.add(node)
+        for other, step in around.get(node, ()):
+            if other not in settled and so_far + step < cost.get(other, math.inf):
+                cost[other] = so_far + step
+                previous[other] = node
+                heapq.heappush(queue, (so_far + step, other))
+    paths: dict[str, list[str]] = {}
+    for memory_id in memory_ids:
+        node = _m(memory_id)
+        if node not in settled:
+            continue
+        path = [node]
+        while path[-1] in previous:
+            path.append(previous[path[-1]])
+        paths[memory_id] = path[::-1]
+    return paths
 
 
 def answer_hop(
@@ -238,9 +285,11 @@ def personalised_pagerank(
     pagerank needs scipy, a heavy dependency for a graph of a few thousand nodes)."""
     nodes = list(sub.nodes)
     index = {node: i for i, node in enumerate(nodes)}
-    pairs = np.array([(index[a], index[b]) for a, b in sub.edges], dtype=np.int64).reshape(-1, 2)
-    src = np.concatenate([pairs[:, 0], pairs[:, 1]])
-    dst = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    count = len(sub.edges)
+    first = np.fromiter((index[a] for a, _ in sub.edges), np.int64, count)
+    second = np.fromiter((index[b] for _, b in sub.edges), np.int64, count)
+    src = np.concatenate([first, second])
+    dst = np.concatenate([second, first])
     weight = np.tile(np.array([e.weight for e in sub.edges.values()], dtype=np.float64), 2)
     out = np.zeros(len(nodes))
     np.add.at(out, src, weight)

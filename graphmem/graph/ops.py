@@ -22,7 +22,7 @@ from graphmem.graph.models import (
     MultiHopResult,
     Neighbour,
 )
-from graphmem.models import validate_filter
+from graphmem.models import RecallWarning, validate_filter
 from graphmem.recall.config import get_recipe
 
 if TYPE_CHECKING:
@@ -36,6 +36,15 @@ if TYPE_CHECKING:
 INDEX_CURSOR_KEY = "index_triples:cursor"
 MAX_HOPS = 4
 POOL = 100  # hybrid-recall hits fused with the walk (the walk adds the memories it reaches)
+
+
+def backlog_warning(pending: int) -> RecallWarning:
+    return RecallWarning(
+        kind="backlog",
+        message=f"{pending} memories are not in the entity graph yet (extraction is pending), "
+        "so no walk reaches them: a running owner process works through them, or run "
+        "`graphmem index-triples` (the `index_triples` tool)",
+    )
 
 
 def _label(title: str | None, content: str) -> str:
@@ -160,7 +169,8 @@ class GraphOps:
             entities=[
                 EntityInfo(id=i, name=n, label=lab, mentions=m, facts=f, aliases=a, chunks=c)
                 for i, n, lab, m, f, a, c in rows
-            ]
+            ],
+            pending=self.store.backlog()["extraction"],
         )
 
     def merge_entities(self, primary: str, duplicates: Sequence[str]) -> MergeEntitiesReport:
@@ -250,6 +260,9 @@ class GraphOps:
         # the answer hop's clues are fused below, with their paths: recall leaves them out
         plain = get_recipe(self.settings.recall_recipe).model_copy(update={"w_answer": 0.0})
         recalled = self.recall(query, limit=max(POOL, limit, seed_k), filters=filters, recipe=plain)
+        pending = self.store.backlog()["extraction"]
+        if pending:
+            recalled.warnings.append(backlog_warning(pending))
         if not recalled.hits:
             return MultiHopResult(query=query, warnings=recalled.warnings)
         seeds = {h.memory.id: h.score for h in recalled.hits[:seed_k]}

@@ -82,6 +82,13 @@ def _is_lock_error(exc: Exception) -> bool:
     return "Could not set lock" in str(exc)
 
 
+# a statement that writes (WRITES) and names one of these changes the entity graph the
+# multi-hop walk reads (storage/entity_index.py): mentions, facts, entities, versions, or a
+# memory deleted with its edges. Erring towards "changed" only costs a rebuild.
+ENTITY_GRAPH = re.compile(r"MENTIONS|SUPERSEDES|SUBJECT|OBJECT|:Entity\b|:Fact\b|DETACH DELETE")
+WRITES = re.compile(r"\b(CREATE|MERGE|DELETE|SET|COPY)\b")
+
+
 class KuzuConnection:
     """One data dir's database; every method is safe to call from several threads."""
 
@@ -101,6 +108,10 @@ class KuzuConnection:
         self._reading = 0  # reads in flight on pooled connections
         self._readers_paused_by: int | None = None  # the thread holding new reads back
         self.write_generation = 0  # bumped by every write, so read caches know they are stale
+        # bumped by every commit that changed who mentions what, facts or versions (see
+        # ENTITY_GRAPH), so the in-process entity index knows it is stale
+        self.entity_generation = 0
+        self._entity_graph_changed = False
         self._content_changed = False
         self._stamp: str | None = None  # the committed content stamp, once read
         self._checkpoint_at_commit = False
@@ -204,8 +215,11 @@ class KuzuConnection:
             if isinstance(result, list):
                 result = result[-1]
             rows = [list(row) for row in result.get_all()]
+            if ENTITY_GRAPH.search(query) and WRITES.search(query):
+                self._entity_graph_changed = True
             if not self._in_txn:
                 self._checkpoint_if_due()
+                self._bump_entity_generation()
             return rows
 
     def _run(self, conn: kuzu.Connection, query: str, params: dict[str, Any] | None) -> Any:
@@ -341,6 +355,7 @@ class KuzuConnection:
                 self._in_txn = False
                 self._txn_thread = None
                 self._content_changed = False
+                self._entity_graph_changed = False
                 self._checkpoint_at_commit = False
                 self._after_commit.clear()
                 # Kùzu may already have rolled back the failed statement's transaction
@@ -360,9 +375,15 @@ class KuzuConnection:
             else:
                 self.execute("COMMIT")
             self.write_generation += 1
+            self._bump_entity_generation()
             callbacks, self._after_commit = self._after_commit, []
             for callback in callbacks:
                 callback()
+
+    def _bump_entity_generation(self) -> None:
+        if self._entity_graph_changed:
+            self._entity_graph_changed = False
+            self.entity_generation += 1
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this thread's transaction commits (now, outside of one)."""

@@ -8,12 +8,14 @@ Entity and Fact tables carry no full-text index, so rows go in with one UNWIND p
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 from graphmem.errors import InvalidInput, NotFound
+from graphmem.storage.entity_index import EntityIndex
 from graphmem.storage.knowledge import KnowledgeRepository
 
 
@@ -71,6 +73,40 @@ _LINKS = (
 
 
 class EntityRepository(KnowledgeRepository):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._entity_index: tuple[int, EntityIndex] | None = None
+        self._entity_index_lock = threading.Lock()
+
+    def entity_index(self) -> EntityIndex:
+        """The entity graph in process, read again once a commit changed it."""
+        with self._entity_index_lock:
+            generation = self.entity_generation
+            if self._entity_index is None or self._entity_index[0] != generation:
+                self._entity_index = (
+                    generation,
+                    EntityIndex(
+                        self.read_arrow(
+                            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id"
+                        ),
+                        self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name"),
+                        self.read_arrow(
+                            "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
+                            "RETURN s.id, f.predicate, o.id, f.id"
+                        ),
+                        self.read_arrow(
+                            "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id"
+                        ),
+                    ),
+                )
+            return self._entity_index[1]
+
+    def archived_among(self, memory_ids: Sequence[str]) -> set[str]:
+        """Those of the memories that are archived, from the in-process columns."""
+        with self._search_lock:
+            rows = self._memory_columns().values(memory_ids, ("id", "lifecycle"))
+        return {k for k, row in rows.items() if row["lifecycle"] == "archived"}
+
     # -- resolution ---------------------------------------------------------------------------
 
     def resolve_norms(self, norms: Sequence[str]) -> dict[str, str]:
@@ -399,33 +435,17 @@ class EntityRepository(KnowledgeRepository):
 
     def mentions_of(self, memory_ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """(memory id, entity id, entity name) for the memories."""
-        if not memory_ids:
-            return []
-        return self.read_tuples(
-            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN m.id, e.id, e.name",
-            {"ids": list(memory_ids)},
-        )
+        return self.entity_index().mentions_of(memory_ids)
 
     def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        if not entity_ids:
-            return {}
-        return {
-            entity_id: int(count)
-            for entity_id, count in self.read_tuples(
-                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids RETURN e.id, count(m)",
-                {"ids": list(entity_ids)},
-            )
-        }
+        """How many memories (archived ones too) name each entity."""
+        return self.entity_index().degrees(entity_ids)
 
     def memories_mentioning(self, entity_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(entity id, memory id) for live memories that mention the entities."""
-        if not entity_ids:
-            return []
-        return self.read_tuples(
-            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids "
-            "AND m.lifecycle <> 'archived' RETURN e.id, m.id",
-            {"ids": list(entity_ids)},
-        )
+        pairs = self.entity_index().memories_mentioning(entity_ids)
+        archived = self.archived_among([m for _, m in pairs]) if self.has_archived() else set()
+        return [(e, m) for e, m in pairs if m not in archived]
 
     def things_mentioned_with(
         self,
@@ -485,23 +505,8 @@ class EntityRepository(KnowledgeRepository):
 
     def facts_between(self, entity_ids: Sequence[str]) -> list[tuple[str, str, str, str]]:
         """(subject id, predicate, object id, fact id) for facts touching the entities."""
-        if not entity_ids:
-            return []
-        return self.read_tuples(
-            "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
-            "WHERE s.id IN $ids OR o.id IN $ids RETURN s.id, f.predicate, o.id, f.id",
-            {"ids": list(entity_ids)},
-        )
+        return self.entity_index().facts_between(entity_ids)
 
     def supersession_links(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(newer, older) SUPERSEDES pairs touching the memories."""
-        if not memory_ids:
-            return []
-        return [
-            (r[0], r[1])
-            for r in self.read(
-                "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) WHERE n.id IN $ids OR o.id IN $ids "
-                "RETURN n.id, o.id",
-                {"ids": list(memory_ids)},
-            )
-        ]
+        return self.entity_index().supersession_links(memory_ids)

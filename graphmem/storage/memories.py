@@ -480,13 +480,17 @@ class MemoryRepository(VectorTables):
 
     def backlog(self) -> dict[str, int]:
         """What background work has yet to do: live memories and document chunks waiting for
-        their entities and facts."""
-        memories = self.read(
-            "MATCH (m:Memory) WHERE m.lifecycle <> 'archived' AND m.extracted_by IS NULL "
-            "RETURN count(*)"
-        )
-        chunks = self.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)")
-        return {"extraction": int(memories[0][0]), "chunks": int(chunks[0][0])}
+        their entities and facts. Counted once per write (multi-hop asks on every query)."""
+        key = ("backlog", self.write_generation)
+        if self._memo.get("backlog", (None,))[0] != key:
+            memories = self.read(
+                "MATCH (m:Memory) WHERE m.lifecycle <> 'archived' AND m.extracted_by IS NULL "
+                "RETURN count(*)"
+            )
+            chunks = self.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)")
+            counts = {"extraction": int(memories[0][0]), "chunks": int(chunks[0][0])}
+            self._memo["backlog"] = (key, counts)
+        return dict(self._memo["backlog"][1])
 
     def stats(self, space: EmbeddingSpace) -> StoreStats:
         def counts(field: str) -> dict[str, int]:
