@@ -107,7 +107,10 @@ class Console:
             session = self.auth.session_of(request)
             if session is None:
                 if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
-                    target = href("login", next=request.url.path)
+                    asked = request.url.path + (
+                        f"?{request.url.query}" if request.url.query else ""
+                    )
+                    target = href("login", next=asked)
                     return RedirectResponse(target, 303)
                 return Response("sign in first", 401)
             if request.method == "POST" and not same_origin(request):

@@ -362,12 +362,15 @@ class MemoryRepository(VectorTables):
         if cursor:
             params["c_at"], params["c_id"] = _decode_cursor(cursor)
             where += " AND (m.created_at < $c_at OR (m.created_at = $c_at AND m.id < $c_id))"
+        # ids only: Kùzu sorts every matching row with all it returns (88 -> 13 ms at 100k);
+        # the memories come from the in-process columns
         rows = self.read(
-            f"MATCH (m:Memory) WHERE {where} RETURN {RETURN_MEMORY} "
+            f"MATCH (m:Memory) WHERE {where} RETURN m.id "
             "ORDER BY m.created_at DESC, m.id DESC LIMIT $limit",
             params,
         )
-        memories = [row_to_memory(r) for r in rows[:limit]]
+        found = self.get_memories([r[0] for r in rows[:limit]])
+        memories = [found[r[0]] for r in rows[:limit] if r[0] in found]
         more = len(rows) > limit
         return MemoryPage(
             memories=memories, next_cursor=_encode_cursor(memories[-1]) if more else None

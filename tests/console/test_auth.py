@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from urllib.parse import quote
+
 import httpx
 import pytest
 
@@ -36,6 +38,7 @@ def test_without_a_session_every_page_redirects_to_login_or_is_401(
             browser = client.get(url, headers={"accept": "text/html"})
             assert browser.status_code == 303, url
             assert browser.headers["location"].startswith("/console/login")
+            assert browser.headers["location"].endswith(quote(url, safe=""))  # back there after
             assert client.get(url, headers={"accept": "application/json"}).status_code == 401
         posted = client.post(f"/inbox/finding/{seeded.finding}", data={"decision": "accept"})
         assert posted.status_code == 401
