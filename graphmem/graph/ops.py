@@ -203,15 +203,22 @@ class GraphOps:
                 other, Neighbour(id=other, label=_label(title, content), kind=kind,
                                  lifecycle=lifecycle, relation=relation)
             )  # fmt: skip
-        for entity in entities:
-            if len(neighbours) >= limit:
-                break
-            for other, title, content, kind, lifecycle in self.store.memories_naming(
-                entity.id, besides=memory_id, limit=max(2, limit // 4)
-            ):
+        index = self.store.entity_index()
+        degrees = index.degrees(e.id for e in entities)
+        naming: dict[str, str] = {}  # another memory -> the rarest entity both name
+        wanted = 2 * max(limit - len(neighbours), 0)  # archived ones are left out below
+        for entity in sorted(entities, key=lambda e: (degrees.get(e.id, 0), e.name)):
+            for other in index.memories_of.get(entity.id, ())[: limit + 1]:
+                if other != memory_id and len(naming) < wanted:
+                    naming.setdefault(other, entity.name)
+        found = self.store.get_memories([m for m in naming if m not in neighbours])
+        for other, via in naming.items():
+            memory = found.get(other)
+            if memory is not None and memory.lifecycle in ("active", "canonical"):
                 neighbours.setdefault(
-                    other, Neighbour(id=other, label=_label(title, content), kind=kind,
-                                     lifecycle=lifecycle, relation="mentions", via=entity.name)
+                    other, Neighbour(id=other, label=_label(memory.title, memory.content),
+                                     kind=memory.kind, lifecycle=memory.lifecycle,
+                                     relation="mentions", via=via),
                 )  # fmt: skip
         return MemoryGraph(
             memory_id=memory_id,

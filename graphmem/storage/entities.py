@@ -375,18 +375,6 @@ class EntityRepository(KnowledgeRepository):
                 out.extend((relation, *row) for row in rows)
         return out
 
-    def memories_naming(
-        self, entity_id: str, *, besides: str, limit: int
-    ) -> list[tuple[str, Any, str, str, str]]:
-        """(id, title, content, kind, lifecycle) of a few live memories naming an entity."""
-        rows = self.read(
-            "MATCH (o:Memory)-[:MENTIONS]->(e:Entity {id: $e}) WHERE o.id <> $besides "
-            "AND o.lifecycle IN ['active', 'canonical'] "
-            "RETURN o.id, o.title, o.content, o.kind, o.lifecycle LIMIT $limit",
-            {"e": entity_id, "besides": besides, "limit": limit},
-        )
-        return [tuple(r) for r in rows]
-
     def list_entities(
         self, *, query: str | None, label: str | None, limit: int
     ) -> list[tuple[str, str, str, int, int, list[str], int]]:

@@ -131,14 +131,16 @@ class KnowledgeRepository(MemoryRepository):
             "RETURN n.id",
             {"id": memory_id},
         )
-        ids = [memory_id, *(r[0] for r in linked)]
-        rows = self.read(
-            "UNWIND $ids AS i MATCH (m:Memory {id: i}) "
-            "OPTIONAL MATCH (n:Memory)-[s:SUPERSEDES]->(m) "
-            f"RETURN {RETURN_MEMORY}, n.id, coalesce(s.at, m.valid_to), "
-            "coalesce(s.reason, m.lifecycle_reason)",
-            {"ids": ids},
-        )
+        rows = [  # a key lookup a version: UNWIND would join over the whole table
+            row
+            for version in dict.fromkeys([memory_id, *(r[0] for r in linked)])
+            for row in self.read(
+                "MATCH (m:Memory {id: $id}) OPTIONAL MATCH (n:Memory)-[s:SUPERSEDES]->(m) "
+                f"RETURN {RETURN_MEMORY}, n.id, coalesce(s.at, m.valid_to), "
+                "coalesce(s.reason, m.lifecycle_reason)",
+                {"id": version},
+            )
+        ]
         width = len(rows[0]) - 3 if rows else 0
         return [(row_to_memory(r[:width]), r[width], r[width + 1], r[width + 2]) for r in rows]
 
