@@ -209,6 +209,7 @@ class MemoryFilter(_Strict):
     service: str | None = None
     tags: list[str] = Field(default_factory=list)
     lifecycle: Lifecycle | None = None
+    layer: Layer | None = Field(default=None, description="sedimentation's layer")
     as_of: UtcDateTime | None = Field(
         default=None, description="only what was valid and recorded at this time"
     )
@@ -223,6 +224,7 @@ class MemoryFilter(_Strict):
             or self.service
             or self.tags
             or self.lifecycle
+            or self.layer
             or self.as_of
         )
 

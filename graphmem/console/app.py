@@ -183,18 +183,14 @@ class Console:
     def _recall(
         self, query: str, chosen: Mapping[str, str], scope: str, recipe: str | None
     ) -> dict[str, Any]:
-        filters: dict[str, Any] = {
-            k: v for k, v in chosen.items() if v and k not in ("layer", "tags")
-        }
+        filters: dict[str, Any] = {k: v for k, v in chosen.items() if v and k != "tags"}
         if chosen.get("tags"):
             filters["tags"] = [t.strip() for t in chosen["tags"].split(",") if t.strip()]
-        layer = chosen.get("layer")
-        limit = 10
         result = self.gm.recall(
-            query, limit=50 if layer else limit, filters=filters, explain=True,
-            recipe=recipe, scope=scope,  # type: ignore[arg-type]
+            query, limit=10, filters=filters, explain=True, recipe=recipe,
+            scope=scope,  # type: ignore[arg-type]
         )  # fmt: skip
-        hits = [h for h in result.hits if not layer or h.memory.layer == layer][:limit]
+        hits = result.hits
         scale = 220 / drawing.largest_contribution([h.explain for h in hits])
         return {
             "recipe": recipe or "default",

@@ -88,6 +88,9 @@ def filter_clause(filters: MemoryFilter, params: dict[str, Any]) -> str:
         if value is not None:
             conditions.append(f"m.{field} = $f_{field}")
             params[f"f_{field}"] = value
+    if filters.layer is not None:  # a memory never moved is at the surface
+        conditions.append("coalesce(m.layer, 'surface') = $f_layer")
+        params["f_layer"] = filters.layer
     if filters.as_of is not None:
         # what was believed then: valid at that moment and already recorded
         conditions.append("(m.valid_from IS NULL OR m.valid_from <= $f_as_of)")
