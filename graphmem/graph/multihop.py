@@ -13,6 +13,7 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,8 +31,7 @@ HUB_MENTIONS = (
 )
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(NamedTuple):  # a tuple: thousands are made per question
     weight: float
     relation: str
     source: str  # the node the relation reads from
@@ -47,6 +47,7 @@ class Subgraph:
     memories: set[str] = field(default_factory=set)
     entities: set[str] = field(default_factory=set)
     names: dict[str, str] = field(default_factory=dict)  # entity node -> name, for paths
+    entity_names: Mapping[str, str] = field(default_factory=dict)  # entity id -> name, else
 
     def link(self, a: str, b: str, relation: str, weight: float, forward: bool = True) -> None:
         """Undirected for the walk; `forward` records which way the relation reads. The
@@ -61,13 +62,12 @@ class Subgraph:
     def mentions(self, pairs: Iterable[tuple[str, str]], weights: Mapping[str, float]) -> None:
         """Memory-entity edges in bulk, `weights` by entity: the same pair always weighs the
         same, and nothing else joins a memory to an entity, so the first edge stands."""
-        edges = self.edges
+        edges, nodes = self.edges, self.nodes
         for memory_id, entity_id in pairs:
-            a, b = "m:" + memory_id, "e:" + entity_id
-            key = (a, b) if a < b else (b, a)
+            key = ("e:" + entity_id, "m:" + memory_id)  # "e:" sorts before "m:"
             if key not in edges:
-                edges[key] = Edge(weights[entity_id], "mentions", a)
-                self.nodes[a] = self.nodes[b] = None
+                edges[key] = Edge(weights[entity_id], "mentions", key[1])
+                nodes[key[0]] = nodes[key[1]] = None
 
     def edge(self, a: str, b: str) -> Edge:
         return self.edges[(a, b) if a < b else (b, a)]
@@ -87,45 +87,53 @@ def label(memory: Memory) -> str:
 
 
 def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph:
-    """Breadth-first from the seeds: one memory-to-memory hop per round, batched queries."""
-    sub = Subgraph()
+    """Breadth-first from the seeds: one memory-to-memory hop per round, over the store's
+    in-process entity index (storage/entity_index.py)."""
+    index = store.entity_index()
+    sub = Subgraph(entity_names=index.names)
     sub.memories.update(seeds)
     sub.nodes.update(dict.fromkeys(_m(seed) for seed in seeds))
     frontier = list(seeds)
     expanded: set[str] = set()
+    degrees: dict[str, int] = {}
+    weights: dict[str, float] = {}
+
+    def weigh(entities: Iterable[str]) -> None:
+        for entity in entities:
+            if entity not in degrees:
+                degrees[entity] = len(index.memories_of.get(entity, ()))
+                weights[entity] = 1.0 / math.log(2 + max(degrees[entity], 1))
+
     for _ in range(max_hops):
         if not frontier or len(sub.memories) >= MAX_MEMORIES:
             break
-        found = store.mentions_of(frontier)
-        named = {e for _, e, _ in found}
-        fresh = sorted(named - expanded)
-        degrees = store.entity_degrees(sorted(named))
-        weights = {e: 1.0 / math.log(2 + degrees.get(e, 1)) for e in named}
-        sub.names.update((_e(entity_id), name) for _, entity_id, name in found)
-        sub.mentions(((memory_id, entity_id) for memory_id, entity_id, _ in found), weights)
+        pairs = [(m, e) for m in frontier for e in index.entities_of.get(m, ())]
+        named = dict.fromkeys(e for _, e in pairs)
+        weigh(named)
+        sub.mentions(pairs, weights)
+        fresh = [e for e in named if e not in expanded]
         # facts join entities: the walk may cross from one named thing to another
         linked: set[str] = set()
-        for subject, predicate, obj, _ in store.facts_between(fresh):
+        for subject, predicate, obj, _ in index.facts_between(fresh):
             sub.link(_e(subject), _e(obj), predicate, 1.0)
             linked.update((subject, obj))
-        degrees.update(store.entity_degrees(sorted(linked - set(degrees))))
+        weigh(linked)
         # the rarest names first: the room left goes to what a specific name reaches
         walkable = sorted(
-            (e for e in set(fresh) | linked if degrees.get(e, 0) <= HUB_MENTIONS),
-            key=lambda e: (degrees.get(e, 0), e),
+            (e for e in set(fresh) | linked if degrees[e] <= HUB_MENTIONS),
+            key=lambda e: (degrees[e], e),
         )
         expanded.update(fresh)
         sub.entities.update(fresh, linked)
         admitted = _Admission(sub.memories, MAX_MEMORIES - len(sub.memories))
-        for newer, older in store.supersession_links(frontier):
+        for newer, older in index.supersession_links(frontier):
             if admitted(newer) and admitted(older):
                 sub.link(_m(newer), _m(older), "supersedes", 1.0)
         for before, after in _session_pairs(store, frontier):
             if admitted(before) and admitted(after):
                 sub.link(_m(before), _m(after), "next_in_session", 0.5)
-        weights.update((e, 1.0 / math.log(2 + degrees.get(e, 1))) for e in linked)
         sub.mentions(
-            ((m, e) for e, m in store.memories_mentioning(walkable) if admitted(m)), weights
+            [(m, e) for e, m in store.memories_mentioning(walkable) if admitted(m)], weights
         )
         frontier = list(admitted.new)
         sub.memories.update(frontier)
@@ -291,8 +299,7 @@ def personalised_pagerank(
     src = np.concatenate([first, second])
     dst = np.concatenate([second, first])
     weight = np.tile(np.array([e.weight for e in sub.edges.values()], dtype=np.float64), 2)
-    out = np.zeros(len(nodes))
-    np.add.at(out, src, weight)
+    out = np.bincount(src, weights=weight, minlength=len(nodes))
     share = weight / out[src]  # each node spreads its score over its edges by weight
     restart = np.zeros(len(nodes))
     for node, value in personal.items():
@@ -300,8 +307,7 @@ def personalised_pagerank(
     restart /= restart.sum()
     score = restart.copy()
     for _ in range(rounds):
-        spread = np.zeros(len(nodes))
-        np.add.at(spread, dst, score[src] * share)
+        spread = np.bincount(dst, weights=score[src] * share, minlength=len(nodes))
         new = (1 - damping) * restart + damping * spread
         if np.abs(new - score).sum() < 1e-9:
             score = new
@@ -340,7 +346,7 @@ def render(sub: Subgraph, nodes: Sequence[str], memories: Mapping[str, Memory]) 
     def name(node: str) -> str:
         if node.startswith("m:") and node[2:] in memories:
             return label(memories[node[2:]])
-        return sub.names.get(node, node[2:])
+        return sub.names.get(node) or sub.entity_names.get(node[2:], node[2:])
 
     steps = []
     for a, b in itertools.pairwise(nodes):
