@@ -1,4 +1,4 @@
-"""`python -m eval locomo|longmemeval|beir|docs|all|bench|extract|steward|console ...`: runs an
+"""`python -m eval locomo|longmemeval|beir|docs|all|bench|extract|entities|steward|console ...`: runs an
 evaluation and writes JSON results."""
 
 from __future__ import annotations
@@ -78,6 +78,24 @@ def main(argv: list[str] | None = None) -> int:
     extract.add_argument("--extractor", default="spacy", help="spacy | rules | llm")
     extract.add_argument("--batch", type=int, default=1_000, help="texts per extract() call")
     extract.add_argument("--out", type=Path)
+    entities = sub.add_parser(
+        "entities", help="entity resolution: pairwise precision and recall on labelled mentions"
+    )
+    entities.add_argument("--labels", type=Path, default=Path("eval/data/entity_resolution.jsonl"))
+    entities.add_argument("--bench", type=Path, default=Path("../shared/bench"))
+    entities.add_argument(
+        "--notes", type=Path, default=Path("eval/data/entity_resolution_notes.json")
+    )
+    entities.add_argument(
+        "--sources", default="docs,locomo,notes", help="comma-separated: docs, locomo, notes"
+    )
+    entities.add_argument(
+        "--cross",
+        action="store_true",
+        help="also leave one corpus out: rules tuned on docs measured on LoCoMo, and back",
+    )
+    entities.add_argument("--embedding", default="local", help=embedding.HELP)
+    entities.add_argument("--out", type=Path, default=Path("eval/results/entity_resolution.json"))
     systems_help = f"recipe name(s) or 'graph', comma-separated; 'all' = {','.join(ALL_SYSTEMS)}"
     lme = sub.add_parser("longmemeval", help="LongMemEval _S session recall and nDCG @5/10")
     lme.add_argument(
@@ -247,6 +265,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     embedder = make_embedder(embedding.config(args.embedding))
+    if args.command == "entities":
+        from eval.entities import run_entities
+
+        result = run_entities(
+            args.labels, bench=args.bench, notes=args.notes, embedder=embedder,
+            kinds=args.sources.split(","), with_cross=args.cross,
+            progress=lambda msg: print(msg, file=sys.stderr),
+        )  # fmt: skip
+        _write(result, args.out)
+        return 0
     if args.command == "hooks":
         from eval.bench_hooks import run_bench_hooks
 

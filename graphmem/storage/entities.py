@@ -110,33 +110,61 @@ class EntityRepository(KnowledgeRepository):
     # -- resolution ---------------------------------------------------------------------------
 
     def resolve_norms(self, norms: Sequence[str]) -> dict[str, str]:
-        """norm -> entity id, through merged aliases first, then the entity's own id."""
+        """norm -> entity id, through merged aliases first, then the entity's own id. Looked up
+        by primary key, one UNWIND row a name: `WHERE id IN $list` compares every row of the
+        table with every name (4.5 s for 40k names on 20k entities, against 0.1 s)."""
         wanted = list(dict.fromkeys(norms))
         if not wanted:
             return {}
         found = {
             norm: entity
             for norm, entity in self.read(
-                "MATCH (a:EntityAlias) WHERE a.norm IN $n RETURN a.norm, a.entity", {"n": wanted}
+                "UNWIND $n AS x MATCH (a:EntityAlias {norm: x}) RETURN a.norm, a.entity",
+                {"n": wanted},
             )
         }
         rest = [n for n in wanted if n not in found]
         if rest:
-            rows = self.read("MATCH (e:Entity) WHERE e.id IN $n RETURN e.id", {"n": rest})
+            rows = self.read("UNWIND $n AS x MATCH (e:Entity {id: x}) RETURN e.id", {"n": rest})
             found.update({r[0]: r[0] for r in rows})
         return found
 
-    def entities_by_key(self, keys: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
-        """key -> [(entity id, name)]: candidates for a new name that differs only in spelling."""
-        out: dict[str, list[tuple[str, str]]] = {}
+    def entities_by_key(self, keys: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+        """key -> [(entity id, name, label)]: candidates for a new name that differs only in
+        spelling."""
+        out: dict[str, list[tuple[str, str, str]]] = {}
         if not keys:
             return out
-        for key, entity, name in self.read(
-            "MATCH (e:Entity) WHERE e.key IN $k RETURN e.key, e.id, e.name",
+        for key, entity, name, label in self.read(
+            "MATCH (e:Entity) WHERE e.key IN $k RETURN e.key, e.id, e.name, e.label",
             {"k": list(dict.fromkeys(keys))},
         ):
-            out.setdefault(key, []).append((entity, name))
+            out.setdefault(key, []).append((entity, name, label))
         return out
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """entity id -> (name, label)."""
+        if not entity_ids:
+            return {}
+        return {
+            r[0]: (r[1], r[2])
+            for r in self.read(
+                "UNWIND $i AS x MATCH (e:Entity {id: x}) RETURN e.id, e.name, e.label",
+                {"i": list(dict.fromkeys(entity_ids))},
+            )
+        }
+
+    def people_by_prefix(self, prefixes: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(id, norm, name) of one-word person entities whose norm starts with one of the
+        prefixes (all of one length): the candidates a short form of a first name may be."""
+        if not prefixes:
+            return []
+        rows = self.read_tuples(
+            "MATCH (e:Entity) WHERE e.label = 'person' AND NOT e.norm CONTAINS ' ' "
+            "AND substring(e.norm, 1, $size) IN $p RETURN e.id, e.norm, e.name",
+            {"p": list(dict.fromkeys(prefixes)), "size": len(prefixes[0])},
+        )
+        return [(str(i), str(norm), str(name)) for i, norm, name in rows]
 
     # -- writes -------------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-
 from urllib.parse import quote
 
 import httpx
