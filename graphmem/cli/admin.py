@@ -31,7 +31,7 @@ def cypher(
     as_json: JsonOpt = False,
 ) -> None:
     """Run Cypher against the store; read-only unless --write."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=write) as gm:
         try:
             values = json.loads(params) if params else {}
         except json.JSONDecodeError as exc:

@@ -50,8 +50,10 @@ START_LOCK = "owner.lock"
 
 
 @contextmanager
-def _start_lock(home: Path) -> Iterator[None]:
-    """Serialise owner start-ups: two clients starting at once must not race for the store."""
+def start_lock(home: Path) -> Iterator[None]:
+    """Serialise owner start-ups, and a direct open with them: two clients starting at once must
+    not race for the store, and a command that finds no owner must not open the store while
+    another client is starting one."""
     home.mkdir(parents=True, exist_ok=True)
     with open(home / START_LOCK, "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -66,7 +68,7 @@ def start_owner(home: Path, *, timeout: float = 30.0) -> OwnerInfo:
     info = live_owner(home)
     if info is not None:
         return info
-    with _start_lock(home):
+    with start_lock(home):
         info = live_owner(home)
         if info is not None:
             return info
@@ -391,23 +393,29 @@ def _plain(filters: Filters) -> Any:
 
 def open_api(settings: Settings, *, start: bool = False, embeds: bool = False) -> MemoryAPI:
     """The store for one caller: through its owner when one runs (or `start` asks for one), else
-    opened in this process. A store held by an owner that is still starting is waited for, so a
-    CLI call racing an owner's start-up never fails on the lock. `embeds`: the caller is about
-    to embed text, so a store opened here loads the model meanwhile."""
+    opened in this process. Finding no owner and opening the store happen under the start lock:
+    a command never opens the store while a client is starting an owner (it waits for that start
+    and uses the new owner), and one held by an owner that was started some other way is waited
+    for. The store's open lock (storage.connection) keeps it from opening while another process
+    is still closing it. `embeds`: the caller is about to embed text, so a store opened here
+    loads the model meanwhile."""
     from graphmem.service import GraphMemory
 
+    remote = connect(settings, start=start)
+    if remote is not None:
+        return remote
     deadline = time.monotonic() + settings.lock_timeout
     quick = settings.model_copy(update={"lock_timeout": 0.1})
-    while True:
-        remote = connect(settings, start=start)
-        if remote is not None:
-            return remote
-        try:
-            return GraphMemory(quick, extract_in_background=False, warm_embedder=embeds)
-        except StoreLocked:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.1)
+    with start_lock(settings.home):
+        while True:
+            remote = connect(settings)
+            if remote is not None:
+                return remote
+            try:
+                return GraphMemory(quick, extract_in_background=False, warm_embedder=embeds)
+            except StoreLocked:
+                if time.monotonic() >= deadline:
+                    raise
 
 
 def connect(settings: Settings, *, start: bool = False) -> RemoteMemory | None:
