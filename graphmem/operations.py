@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphmem.daemon.client import start_lock, stop_owner
+from graphmem.daemon.link import start_lock, stop_owner
 from graphmem.daemon.paths import live_owner
 from graphmem.errors import Conflict, SchemaError, StoreLocked
 from graphmem.models import BackupInfo, RestoreReport

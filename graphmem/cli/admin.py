@@ -134,7 +134,7 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
         from graphmem.daemon.client import connect
         from graphmem.service import GraphMemory
 
-        remote = connect(settings)
+        remote = connect(settings, recover=False)  # a check must not start an owner
         check(
             "owner process",
             True,
