@@ -32,7 +32,7 @@ def cypher(
     as_json: JsonOpt = False,
 ) -> None:
     """Run Cypher against the store; read-only unless --write."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=write) as gm:
         try:
             values = json.loads(params) if params else {}
         except json.JSONDecodeError as exc:
@@ -135,7 +135,7 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
         from graphmem.daemon.client import connect
         from graphmem.service import GraphMemory
 
-        remote = connect(settings)
+        remote = connect(settings, recover=False)  # a check must not start an owner
         check(
             "owner process",
             True,

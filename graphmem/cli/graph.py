@@ -53,7 +53,7 @@ def index_triples(
     as_json: JsonOpt = False,
 ) -> None:
     """Extract entities and facts from memories that have not been processed yet."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         with progress_bar() as bar:
             task = bar.add_task("extracting", total=None)
             report = gm.index_triples(
@@ -116,7 +116,7 @@ def merge_entities(
     as_json: JsonOpt = False,
 ) -> None:
     """Fold duplicate entities into one; their names become its aliases."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         report = gm.merge_entities(primary, duplicates)
         if as_json:
             return emit_json(report)

@@ -119,7 +119,7 @@ def store(
     as_json: JsonOpt = False,
 ) -> None:
     """Store a memory."""
-    with opened(home, as_json, embeds=True) as gm:
+    with opened(home, as_json, embeds=True, writes=True) as gm:
         text = sys.stdin.read().rstrip("\n") if content == "-" else content
         if text is None:
             raise InvalidInput(
@@ -284,7 +284,7 @@ def update(
     as_json: JsonOpt = False,
 ) -> None:
     """Change a memory; new content is re-embedded."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         changes = {
             "content": content,
             "title": title,
@@ -307,7 +307,7 @@ def delete(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a memory and its vectors."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         gm.delete(memory_id)
         emit_json({"deleted": memory_id}) if as_json else out.print(f"deleted {memory_id}")
 
@@ -390,7 +390,7 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import memories from JSON lines, in batches, with a progress bar."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         with progress_bar() as bar:
             task = bar.add_task("importing", total=None)
             report = import_file(

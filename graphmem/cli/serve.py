@@ -212,7 +212,7 @@ DEMO_MULTIHOP = "what did migration #47 break, and what fixed it?"
 @app.command()
 def demo(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Store a few engineering memories (once) and show hybrid recall over them."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         present = gm.list({"context": DEMO_CONTEXT}, limit=1).memories
         if not present:
             gm.remember_many([{**m, "context": DEMO_CONTEXT} for m in DEMO_MEMORIES])
