@@ -147,7 +147,8 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
         try:
             status = api.db_status()
             stats = api.stats()
-            later = _backlog_later(api, stats.backlog) if remote else None
+            working = remote is not None and settings.extract_on_write
+            later = _backlog_later(api, stats.backlog) if working else None
         finally:
             api.close()
         check("store opens", True, f"{settings.home}: {stats.total} memories")
@@ -162,7 +163,7 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
             not status.pending,
             f"version {status.schema_version} of {status.latest_version}",
         )
-        check("backlog", *_backlog_check(stats.backlog, later, owner=remote is not None))
+        check("backlog", *_backlog_check(stats.backlog, later, owner=working))
     except GraphmemError as exc:
         check("store opens", False, exc.message)
     ok = all(c["ok"] for c in checks)
@@ -190,15 +191,16 @@ def _backlog_later(api: MemoryAPI, now: dict[str, int]) -> dict[str, int] | None
 def _backlog_check(
     now: dict[str, int], later: dict[str, int] | None, *, owner: bool
 ) -> tuple[bool, str]:
-    """Waiting work is fine while it moves; a backlog an owner does not shrink is not."""
+    """Waiting work is fine while it moves; a backlog an owner that extracts on write does not
+    shrink is not."""
     memories, chunks = now.get("extraction", 0), now.get("chunks", 0)
     if not memories and not chunks:
         return True, "nothing waits for extraction"
     waiting = f"{memories} memories and {chunks} document chunks wait for extraction"
     if not owner:
         return True, (
-            f"{waiting}; no owner process works through them: `graphmem daemon start`, or "
-            "`graphmem index-triples` at once"
+            f"{waiting}; no owner process works through them (none runs, or extract_on_write "
+            "is off): `graphmem index-triples` does it at once"
         )
     if later is not None and sum(later.values()) < memories + chunks:
         return True, f"{waiting}, and the owner is working through them"
