@@ -9,23 +9,21 @@ builds one first from the steward benchmark's real text (eval/steward.py), in a 
 
 from __future__ import annotations
 
-import os
 import random
 import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import httpx
 
-from eval.embedding import environ
-from graphmem.daemon.client import connect, start_owner, stop_owner
+from eval.owner import served
 from graphmem.mcp.http import make_http_server
-from graphmem.settings import load_settings
 
 TOKEN = "console-bench-token"
 TARGET_MS = 100  # every page, at 100k memories
@@ -75,51 +73,46 @@ def _pages(remote: Any, rng: random.Random, rounds: int) -> dict[str, list[str]]
 
 def run_console_bench(home: Path, embedding: str, *, rounds: int = 30, seed: int = 0) -> dict:
     """Per page: p50, p95 and max milliseconds of `rounds` requests, after a warm-up round."""
-    child = {**environ(embedding), "GRAPHMEM_EXTRACT_ON_WRITE": "false"}
-    saved = {name: os.environ.get(name) for name in child}
-    os.environ.update(child)  # the owner is a child process: it reads them
-    settings = load_settings(home, environ=dict(os.environ))
-    try:
-        start_owner(home, timeout=300)
-        remote = connect(settings)
-        assert remote is not None
+    with served(home, embedding) as remote:
         memories = remote.stats().total
         server = make_http_server(remote, "127.0.0.1", 0, console_token=TOKEN, log_level="warning")
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.05)
-        port = server.servers[0].sockets[0].getsockname()[1]
         pages = _pages(remote, random.Random(seed), rounds)
         results: dict[str, Any] = {}
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}/console", timeout=120) as client:
+        with (
+            running(server) as base,
+            httpx.Client(base_url=f"{base}/console", timeout=120) as client,
+        ):
             client.post("/login", data={"token": TOKEN})
-            fetch: Callable[[str], float] = lambda url: _timed(client, url)  # noqa: E731
             for name, urls in pages.items():
                 for url in urls[:3]:
-                    fetch(url)  # warm: columns read, caches filled
-                results[name] = _timings([fetch(url) for url in urls])
+                    _timed(client, url)  # warm: columns read, caches filled
+                results[name] = _timings([_timed(client, url) for url in urls])
+    worst = max(r["p95_ms"] for r in results.values())
+    return {
+        "benchmark": "console",
+        "store": str(home),
+        "memories": memories,
+        "embedding": embedding,
+        "rounds": rounds,
+        "pages": results,
+        "worst_p95_ms": worst,
+        "target_ms": TARGET_MS,
+        "meets_target": worst <= TARGET_MS,
+    }
+
+
+@contextmanager
+def running(server: Any) -> Iterator[str]:
+    """The uvicorn server in a thread until the block ends; yields http://127.0.0.1:PORT."""
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
         server.should_exit = True
         thread.join(30)
-        worst = max(r["p95_ms"] for r in results.values())
-        return {
-            "benchmark": "console",
-            "store": str(home),
-            "memories": memories,
-            "embedding": embedding,
-            "rounds": rounds,
-            "pages": results,
-            "worst_p95_ms": worst,
-            "target_ms": TARGET_MS,
-            "meets_target": worst <= TARGET_MS,
-        }
-    finally:
-        stop_owner(home, timeout=120)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _timed(client: httpx.Client, url: str) -> float:

@@ -5,7 +5,6 @@ that would run script if a page ever stopped escaping it."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from graphmem.models import utcnow
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
 from graphmem.storage.entities import EntityRow, Mention
+from tests.http_serving import running
 
 TOKEN = "console-test-token-0123456789"
 # each would set window.pwned, show a dialog or fetch from the beacon if it ever ran or loaded
@@ -140,16 +140,5 @@ def seeded(tmp_path: Path, beacon: Beacon) -> Iterator[Seeded]:
 def console(seeded: Seeded) -> Iterator[str]:
     """The console's base URL (http://127.0.0.1:PORT/console), signed in with TOKEN."""
     server = make_http_server(seeded.gm, "127.0.0.1", 0, console_token=TOKEN, log_level="warning")
-    thread = threading.Thread(target=server.run, name="graphmem-console-test", daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive(), "the HTTP server stopped during start-up"
-            assert time.monotonic() < deadline, "the HTTP server did not start within 20 s"
-            time.sleep(0.05)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}/console"
-    finally:
-        server.should_exit = True
-        thread.join(20)
+    with running(server) as base:
+        yield f"{base}/console"
