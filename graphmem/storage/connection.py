@@ -491,12 +491,12 @@ class KuzuConnection:
                     store_version=newest,
                     supported_version=latest,
                 )
-            self._ensure_indexes([m for m in known if m.version in applied])
             done = []
             for migration in known:
                 if migration.version not in applied:
                     self._apply(migration)
                     done.append(MigrationInfo(version=migration.version, name=migration.name))
+            self._ensure_indexes(known)
             if done:
                 # Kùzu 0.11.3 cannot replay a dropped FTS index from its WAL after a crash
                 # ("Cannot find table catalog entry"): the schema change goes to disk now.
@@ -514,7 +514,6 @@ class KuzuConnection:
                     "CREATE (:_Migration {version: $v, name: $n, applied_at: $t})",
                     {"v": migration.version, "n": migration.name, "t": utcnow()},
                 )
-            self._ensure_indexes([migration])
         except StorageError as exc:
             raise SchemaError(
                 f"migration {migration.version:04d}_{migration.name} failed: {exc.message}",
@@ -522,9 +521,11 @@ class KuzuConnection:
             ) from exc
 
     def _ensure_indexes(self, applied: list[Migration]) -> None:
-        """Index DDL is refused inside a transaction, so it follows the commit; this also
-        finishes the job when a crash came between the two. The last word on an index wins:
-        one created by an early migration and dropped by a later one stays dropped."""
+        """Index DDL is refused inside a transaction, so it follows the migrations' commits;
+        this also finishes the job when a crash came between the two. The last word on an index
+        wins: one created by an early migration and dropped by a later one is never created
+        (a new store once made it and dropped it again, and a kill -9 in between left Kùzu's
+        half-made index tables, on which the next open failed)."""
         existing = {row[0] for row in self.execute("CALL show_indexes() RETURN index_name")}
         last: dict[str, tuple[bool, str]] = {}
         for migration in applied:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from graphmem.schema import migrations
@@ -11,6 +12,7 @@ from graphmem.schema import migrations
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import SchemaError
 from graphmem.service import GraphMemory, open_store
+from graphmem.storage.connection import KuzuConnection
 
 
 def test_shipped_migrations_start_at_0001_core_and_are_ordered() -> None:
@@ -35,6 +37,24 @@ def test_a_new_store_has_its_tables_and_no_kuzu_full_text_index(gm: GraphMemory)
     assert {"Memory", "_Meta", "_Migration", "SUPERSEDES"} <= tables
     indexes = {row[0] for row in gm.cypher("CALL show_indexes() RETURN index_name").rows}
     assert "memory_fts" not in indexes  # keyword search runs in process
+
+
+def test_a_new_store_never_makes_the_index_a_later_migration_drops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill -9 between making it and dropping it left Kùzu's half-made index tables, and
+    the next open failed on them."""
+    executed: list[str] = []
+    run = KuzuConnection.execute
+
+    def spy(self: KuzuConnection, query: str, params: Any = None) -> Any:
+        executed.append(query)
+        return run(self, query, params)
+
+    monkeypatch.setattr(KuzuConnection, "execute", spy)
+    with open_store(tmp_path / "new", embedder=HashEmbedder()) as gm:
+        assert gm.db_status().pending == []
+    assert not [q for q in executed if "FTS_INDEX" in q]
 
 
 def test_upgrading_a_store_with_the_old_full_text_index_drops_it_and_keeps_keyword_search(
