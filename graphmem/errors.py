@@ -90,6 +90,32 @@ def validation_message(exc: ValidationError) -> str:
     )
 
 
+def rejected_field(exc: ValidationError) -> str | None:
+    """The first field a validation rejected ("metadata.owner" for a nested one), or None when
+    the input as a whole was."""
+    errors = exc.errors()
+    return ".".join(str(p) for p in errors[0]["loc"]) or None if errors else None
+
+
+def item_error(exc: GraphmemError, index: int) -> GraphmemError:
+    """`exc`, raised for one item of a batch, naming the item by its index in the batch as an
+    import names a line by its number."""
+    return type(exc)(f"item {index}: {exc.message}", **{**exc.fields, "index": index})
+
+
+def item_error_after(exc: GraphmemError, offset: int) -> GraphmemError:
+    """`exc` about an item of a slice of a batch that starts at `offset`, naming the item by its
+    index in the whole batch (errors that name no item are returned as they are)."""
+    index = exc.fields.get("index")
+    if not offset or not isinstance(index, int):
+        return exc
+    errors = [{**e, "index": e["index"] + offset} for e in exc.fields.get("errors", [])]
+    cause = type(exc)(exc.message.removeprefix(f"item {index}: "), **exc.fields)
+    if errors:
+        cause.fields["errors"] = errors
+    return item_error(cause, index + offset)
+
+
 def check_limit(limit: int, *, most: int = 1000) -> None:
     if not 1 <= limit <= most:
         raise InvalidInput(f"limit must be between 1 and {most}", limit=limit)

@@ -71,6 +71,7 @@ def repeated_stores(
                 "this idempotency key was used to store something else: give each different "
                 "memory its own key",
                 idempotency_key=key.key.removeprefix("key:"),
+                index=i,
             )
         repeats[i] = stored
     return repeats

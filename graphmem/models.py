@@ -7,7 +7,7 @@ with the same message, before anything touches the store.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -21,7 +21,7 @@ from pydantic import (
     field_validator,
 )
 
-from graphmem.errors import InvalidInput, validation_message
+from graphmem.errors import InvalidInput, rejected_field, validation_message
 
 MemoryType = Literal["episodic", "semantic", "procedural", "working"]
 MemoryKind = Literal[
@@ -87,6 +87,8 @@ def _clean_tags(value: Any) -> list[str]:
         return []
     if isinstance(value, str):
         value = value.split(",")
+    if not isinstance(value, list | tuple):
+        raise ValueError("tags must be a list of strings")
     tags = []
     for tag in value:
         if not isinstance(tag, str):
@@ -437,15 +439,42 @@ class RestoreReport(Model):
 _M = TypeVar("_M", bound=BaseModel)
 
 
+MAX_ITEM_ERRORS = 20  # bad items a batch's error lists one by one
+
+
 def validated(model: type[_M], value: _M | Mapping[str, Any]) -> _M:
     """`value` (a model, or a mapping from JSON or MCP) as a `model`, checked once; InvalidInput
-    says what is wrong."""
+    says what is wrong, and `field` which field."""
     if isinstance(value, model):
         return value
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"expected an object, got {type(value).__name__}")
     try:
         return model.model_validate(dict(value))
     except ValidationError as exc:
-        raise InvalidInput(validation_message(exc)) from exc
+        raise InvalidInput(validation_message(exc), field=rejected_field(exc)) from exc
+
+
+def validated_items(model: type[_M], items: Iterable[_M | Mapping[str, Any]]) -> list[_M]:
+    """Every item of a batch as a `model`, all checked before any is used. A bad one is named by
+    its index in the batch and its field, as an import names a line: `item 3: importance: ...`
+    with fields index and field; `errors` lists every bad item (the first MAX_ITEM_ERRORS)."""
+    good: list[_M] = []
+    bad: list[InvalidInput] = []
+    for index, item in enumerate(items):
+        try:
+            good.append(validated(model, item))
+        except InvalidInput as exc:
+            bad.append(InvalidInput(exc.message, **{"field": None, **exc.fields, "index": index}))
+    if not bad:
+        return good
+    first = bad[0]
+    more = f" (and {len(bad) - 1} more bad items)" if len(bad) > 1 else ""
+    raise InvalidInput(
+        f"item {first.fields['index']}: {first.message}{more}",
+        **first.fields,
+        errors=[{"message": e.message, **e.fields} for e in bad[:MAX_ITEM_ERRORS]],
+    )
 
 
 def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:

@@ -23,9 +23,11 @@ from graphmem.documents.ops import DocumentOps
 from graphmem.embeddings.base import Embedder
 from graphmem.embeddings.factory import make_embedder, warm
 from graphmem.errors import (
+    Conflict,
     EmbeddingError,
     InvalidInput,
     check_limit,
+    item_error,
     validation_message,
 )
 from graphmem.graph.background import Extraction
@@ -54,6 +56,7 @@ from graphmem.models import (
     utcnow,
     validate_filter,
     validated,
+    validated_items,
 )
 from graphmem.passage_work import IMPORT_BATCH, PASSAGES_PENDING, PassageWork
 from graphmem.passages import passage_ids, passages, passages_of
@@ -186,7 +189,7 @@ class GraphMemory(
 
     def remember(self, content: str, **fields: Any) -> StoredMemory:
         """Store one memory; returns it with its id. Raises InvalidInput before writing anything."""
-        return self.remember_many([{"content": content, **fields}])[0]
+        return self._store([validate_input({"content": content, **fields})])[0]
 
     def remember_many(
         self,
@@ -197,29 +200,52 @@ class GraphMemory(
     ) -> list[StoredMemory]:
         """Store many memories in batches: one embedding call and one transaction per batch.
 
-        A store that repeats an earlier one (graphmem.idempotency: the same idempotency key, or
-        an exact duplicate from the same client session within the window) stores nothing and
-        returns the earlier memory, marked `deduplicated`."""
-        inputs = [validate_input(item) for item in items]
+        Every item is checked before any is stored; a bad one fails the call with an InvalidInput
+        naming it as `item <index>: <field>: <why>` (fields `index`, `field`, and `errors` for
+        every bad item). A store that repeats an earlier one (graphmem.idempotency: the same
+        idempotency key, or an exact duplicate from the same client session within the window)
+        stores nothing and returns the earlier memory, marked `deduplicated`."""
+        return self._store(
+            validated_items(MemoryInput, items),
+            batch_size=batch_size,
+            on_progress=on_progress,
+            batch=True,
+        )
+
+    def _store(
+        self,
+        inputs: list[MemoryInput],
+        *,
+        batch_size: int = 256,
+        on_progress: Progress | None = None,
+        batch: bool = False,
+    ) -> list[StoredMemory]:
+        """`batch`: errors about one input name it by its index."""
         keys = [
             store_key(item, window_seconds=self.settings.duplicate_window_seconds, now=utcnow())
             for item in inputs
         ]
         named = [k.key for k in keys if k is not None]
-        repeats = repeated_stores(keys, self.store.stored_by_keys(named, now=utcnow()))
+        try:
+            repeats = repeated_stores(keys, self.store.stored_by_keys(named, now=utcnow()))
+        except Conflict as exc:
+            index = exc.fields.pop("index", 0)
+            if not batch:
+                raise
+            raise item_error(exc, index) from exc
         fresh = [i for i in range(len(inputs)) if i not in repeats]
         out: dict[int, StoredMemory] = {}
         for start in range(0, len(fresh), batch_size):
-            batch = fresh[start : start + batch_size]
-            memories = [new_memory(StoredMemory, inputs[i]) for i in batch]
+            chosen = fresh[start : start + batch_size]
+            memories = [new_memory(StoredMemory, inputs[i]) for i in chosen]
             vectors, found = self._embed_memories(memories)
             with_keys = [
-                (key, m.id) for i, m in zip(batch, memories, strict=True) if (key := keys[i])
+                (key, m.id) for i, m in zip(chosen, memories, strict=True) if (key := keys[i])
             ]
             self.store.insert_memories(
                 memories, vectors, self.embedder.space, found, keys=with_keys
             )
-            out.update(zip(batch, memories, strict=True))
+            out.update(zip(chosen, memories, strict=True))
             self._extraction.schedule([m.id for m in memories])
             if on_progress:
                 on_progress(len(out), len(inputs))

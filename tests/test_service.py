@@ -16,7 +16,7 @@ from graphmem.schema import migrations
 
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.embeddings.hashing import HashEmbedder
-from graphmem.errors import InvalidInput, NotFound
+from graphmem.errors import Conflict, InvalidInput, NotFound
 from graphmem.models import MAX_CONTENT_CHARS, Memory
 from graphmem.service import PASSAGES_PENDING, GraphMemory, open_store
 from graphmem.settings import load_settings
@@ -572,8 +572,16 @@ def test_bad_memory_input_is_invalid_input_naming_the_field(
 ) -> None:
     fields = dict(fields)
     content = fields.pop("content")
-    with pytest.raises(InvalidInput, match=field):
+    with pytest.raises(InvalidInput, match=field) as caught:
         sgm.remember(content, **fields)
+    assert caught.value.fields["field"] == field
+    assert not caught.value.message.startswith("item")  # one memory: no index to give
+
+
+def test_tags_that_are_not_a_list_are_invalid_input(sgm: GraphMemory, unchanged: Memory) -> None:
+    with pytest.raises(InvalidInput, match="tags must be a list") as caught:
+        sgm.remember("x", tags=5)
+    assert caught.value.fields["field"] == "tags"
 
 
 def test_a_10_mb_content_string_is_refused_without_echoing_it(
@@ -585,11 +593,41 @@ def test_a_10_mb_content_string_is_refused_without_echoing_it(
     assert len(caught.value.message) < 500
 
 
-def test_one_bad_item_in_remember_many_stores_none_of_them(
+def test_one_bad_item_in_remember_many_stores_none_and_is_named_by_index_and_field(
     sgm: GraphMemory, unchanged: Memory
 ) -> None:
-    with pytest.raises(InvalidInput, match="importance"):
-        sgm.remember_many([{"content": "fine"}, {"content": "bad", "importance": 2}])
+    items = [{"content": "fine"}] * 3 + [{"content": "bad", "importance": 2}]
+
+    with pytest.raises(InvalidInput) as caught:
+        sgm.remember_many(items)
+
+    assert caught.value.message == "item 3: importance: Input should be less than or equal to 1"
+    assert (caught.value.fields["index"], caught.value.fields["field"]) == (3, "importance")
+
+
+def test_every_bad_item_of_a_batch_is_listed_and_the_first_one_named(
+    sgm: GraphMemory, unchanged: Memory
+) -> None:
+    items = [{"content": "fine"}, "not an object", {"content": ""}, {"content": "x", "colour": 1}]
+
+    with pytest.raises(InvalidInput, match=r"^item 1: expected an object, got str") as caught:
+        sgm.remember_many(items)
+
+    assert caught.value.message.endswith("(and 2 more bad items)")
+    listed = [(e["index"], e["field"]) for e in caught.value.fields["errors"]]
+    assert listed == [(1, None), (2, "content"), (3, "colour")]
+
+
+def test_an_idempotency_key_reused_for_other_content_in_a_batch_names_the_item(
+    sgm: GraphMemory, unchanged: Memory
+) -> None:
+    items = [
+        {"content": "first", "idempotency_key": "k-1"},
+        {"content": "second", "idempotency_key": "k-1"},
+    ]
+    with pytest.raises(Conflict, match=r"^item 1: this idempotency key") as caught:
+        sgm.remember_many(items)
+    assert caught.value.fields == {"idempotency_key": "k-1", "index": 1}
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from graphmem.daemon.link import stop_owner as stop_owner
 from graphmem.daemon.paths import OwnerInfo, live_owner
 from graphmem.daemon.protocol import MAX_LINE, decode, dumps, encode, raise_error
 from graphmem.documents.models import DocsIndexReport
-from graphmem.errors import InvalidInput, StoreLocked
+from graphmem.errors import GraphmemError, InvalidInput, StoreLocked, item_error_after
 from graphmem.graph.models import IndexReport
 from graphmem.models import (
     BackupInfo,
@@ -36,6 +36,7 @@ from graphmem.models import (
     ReembedReport,
     StoredMemory,
     StoreStats,
+    validated_items,
 )
 from graphmem.recall.config import RecallConfig
 from graphmem.settings import Settings
@@ -193,10 +194,15 @@ class RemoteMemory:
         batch_size: int = 256,
         on_progress: Progress | None = None,
     ) -> list[StoredMemory]:
-        batch = [i if isinstance(i, MemoryInput) else dict(i) for i in items]
+        # checked here, whole, so that a bad item is named by its index in the caller's batch
+        # and no slice of it is stored before the bad one is found
+        batch = validated_items(MemoryInput, items)
         stored: list[StoredMemory] = []
         for start in range(0, len(batch), batch_size):
-            stored += self._call("remember_many", batch[start : start + batch_size])
+            try:
+                stored += self._call("remember_many", batch[start : start + batch_size])
+            except GraphmemError as exc:
+                raise item_error_after(exc, start) from None
             if on_progress:
                 on_progress(len(stored), len(batch))
         return stored

@@ -24,7 +24,7 @@ from graphmem.daemon.owner import Owner
 from graphmem.daemon.paths import live_owner, owner_file
 from graphmem.daemon.protocol import METHODS
 from graphmem.embeddings.hashing import HashEmbedder
-from graphmem.errors import InvalidInput, NotFound, StoreLocked
+from graphmem.errors import Conflict, InvalidInput, NotFound, StoreLocked
 from graphmem.models import utcnow
 from graphmem.process import pid_alive
 from graphmem.service import PASSAGES_PENDING, GraphMemory
@@ -106,6 +106,32 @@ def test_errors_keep_their_type_across_the_socket(owner: Owner) -> None:
         with pytest.raises(InvalidInput, match="importance"):
             remote.remember("x", importance=7)
         assert remote.stats().total == 0
+
+
+def test_a_bad_item_of_a_batch_through_the_owner_is_named_by_its_index_in_the_batch(
+    owner: Owner,
+) -> None:
+    items = [{"content": f"note {i}"} for i in range(5)]
+    items[3] = {"content": "bad", "importance": 2}
+    with client(owner) as remote:
+        with pytest.raises(InvalidInput, match=r"^item 3: importance") as caught:
+            remote.remember_many(items, batch_size=2)  # item 3 goes in the second request
+        assert (caught.value.fields["index"], caught.value.fields["field"]) == (3, "importance")
+        assert remote.stats().total == 0  # nothing of the batch was stored
+
+
+def test_a_conflict_in_a_later_request_of_a_batch_names_the_item_in_the_whole_batch(
+    owner: Owner,
+) -> None:
+    items = [
+        {"content": "first", "idempotency_key": "k-1"},
+        {"content": "second"},
+        {"content": "other", "idempotency_key": "k-1"},
+    ]
+    with client(owner) as remote:
+        with pytest.raises(Conflict, match=r"^item 2: this idempotency key") as caught:
+            remote.remember_many(items, batch_size=2)
+        assert caught.value.fields["index"] == 2
 
 
 def test_the_steward_round_trips_through_the_owner(owner: Owner) -> None:
