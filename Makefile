@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # the official TypeScript MCP client the tests drive the server with (versions pinned in its lock)
 TS_CLIENT := tests/mcp/ts_client
 
-.PHONY: setup ts-client demo test lint eval-quick eval bench
+.PHONY: setup ts-client browser demo test lint eval-quick eval bench
 
 $(BIN)/graphmem: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ $(TS_CLIENT)/node_modules/.package-lock.json: $(TS_CLIENT)/package-lock.json
 
 ts-client: $(TS_CLIENT)/node_modules/.package-lock.json
 
+# the console's browser tests drive the distribution's Chromium, never a downloaded one
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
 demo: setup
 	$(BIN)/graphmem demo
 
@@ -30,7 +36,7 @@ lint: setup
 	$(BIN)/ruff format --check graphmem extractors schema eval tests
 	$(BIN)/mypy
 
-test: setup ts-client lint
+test: setup ts-client browser lint
 	$(BIN)/python -m pytest -q
 
 eval-quick: setup

@@ -1,4 +1,4 @@
-"""`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|steward ...`:
+"""`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|entities|steward|console ...`:
 runs an evaluation and writes JSON results."""
 
 from __future__ import annotations
@@ -86,6 +86,24 @@ def main(argv: list[str] | None = None) -> int:
     extract.add_argument("--extractor", default="spacy", help="spacy | rules | llm")
     extract.add_argument("--batch", type=int, default=1_000, help="texts per extract() call")
     extract.add_argument("--out", type=Path)
+    entities = sub.add_parser(
+        "entities", help="entity resolution: pairwise precision and recall on labelled mentions"
+    )
+    entities.add_argument("--labels", type=Path, default=Path("eval/data/entity_resolution.jsonl"))
+    entities.add_argument("--bench", type=Path, default=Path("../shared/bench"))
+    entities.add_argument(
+        "--notes", type=Path, default=Path("eval/data/entity_resolution_notes.json")
+    )
+    entities.add_argument(
+        "--sources", default="docs,locomo,notes", help="comma-separated: docs, locomo, notes"
+    )
+    entities.add_argument(
+        "--cross",
+        action="store_true",
+        help="also leave one corpus out: rules tuned on docs measured on LoCoMo, and back",
+    )
+    entities.add_argument("--embedding", default="local", help=embedding.HELP)
+    entities.add_argument("--out", type=Path, default=Path("eval/results/entity_resolution.json"))
     systems_help = f"recipe name(s) or 'graph', comma-separated; 'all' = {','.join(ALL_SYSTEMS)}"
     lme = sub.add_parser("longmemeval", help="LongMemEval _S session recall and nDCG @5/10")
     lme.add_argument(
@@ -177,7 +195,28 @@ def main(argv: list[str] | None = None) -> int:
         "entities and facts (default: all); the others are imported after, unextracted",
     )
     steward.add_argument("--out", type=Path, help="default eval/results/steward_<N>.json")
+    console = sub.add_parser(
+        "console", help="the console's pages over HTTP through the owner: p50/p95 per page"
+    )
+    console.add_argument("--store", type=Path, help="an existing store's data dir to measure")
+    console.add_argument(
+        "--memories", type=int, default=10_000, help="without --store: build one this size"
+    )
+    console.add_argument("--rounds", type=int, default=30, help="requests timed per page")
+    console.add_argument("--bench", type=Path, default=Path("../shared/bench"))
+    console.add_argument("--embedding", default="local", help=embedding.HELP)
+    console.add_argument("--out", type=Path, help="default eval/results/console_<N>.json")
     args = parser.parse_args(argv)
+
+    if args.command == "console":
+        from eval.console_bench import build_store, run_console_bench
+
+        progress = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+        home = args.store or build_store(args.bench, args.memories, args.embedding, progress)
+        result = run_console_bench(home, args.embedding, rounds=args.rounds)
+        size = f"{round(result['memories'] / 1000)}k"
+        _write(result, args.out or Path("eval/results") / f"console_{size}.json")
+        return 0
 
     if args.command == "steward":
         from eval.steward_run import results_name, run_steward
@@ -240,6 +279,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     embedder = make_embedder(embedding.config(args.embedding))
+    if args.command == "entities":
+        from eval.entities import run_entities
+
+        result = run_entities(
+            args.labels, bench=args.bench, notes=args.notes, embedder=embedder,
+            kinds=args.sources.split(","), with_cross=args.cross,
+            progress=lambda msg: print(msg, file=sys.stderr),
+        )  # fmt: skip
+        _write(result, args.out)
+        return 0
     if args.command == "hooks":
         from eval.bench_hooks import run_bench_hooks
 

@@ -8,7 +8,6 @@ client in this process would time its own reading of the run's findings as recal
 from __future__ import annotations
 
 import json
-import os
 import random
 import statistics
 import subprocess
@@ -19,9 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from eval.embedding import environ
-from graphmem.daemon.client import connect, start_owner, stop_owner
-from graphmem.settings import load_settings
+from eval.owner import served
 
 IDLE_QUERIES = 200  # and at least as many while the steward runs, over as many runs as it takes
 MAX_RUNS = 30
@@ -47,14 +44,7 @@ def run_load(
     home: Path, embedding: str, queries: Sequence[str], *, max_runs: int = MAX_RUNS
 ) -> dict[str, Any]:
     """Idle and busy recall latency through the owner, and the run's own time."""
-    child = {**environ(embedding), "GRAPHMEM_EXTRACT_ON_WRITE": "false"}
-    saved = {name: os.environ.get(name) for name in child}
-    os.environ.update(child)  # the owner is a child process: it reads them
-    settings = load_settings(home, environ=dict(os.environ))
-    try:
-        start_owner(home, timeout=120)
-        asker = connect(settings)
-        assert asker is not None
+    with served(home, embedding, timeout=120) as asker:
         for query in queries[:20]:  # warm: columns read, caches filled
             asker.recall(query)
 
@@ -82,13 +72,6 @@ def run_load(
                 datetime.fromisoformat(run[k]).timestamp() for k in ("started_at", "finished_at")
             )
             runs.append((started, finished, sum(run["found"].values())))
-    finally:
-        stop_owner(home)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     busy = _overlapping(asked, runs, times=True)
     idle_stats, busy_stats = _percentiles(idle), _percentiles(busy or [0.0])
     return {

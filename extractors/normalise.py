@@ -1,4 +1,5 @@
-"""One key per thing: "JWT", "the JWT" and "JWTs" must land on the same graph node.
+"""One key per thing: "JWT", "the JWT" and "JWTs" must land on the same graph node, and so
+must "the repo" and "the repository".
 
 Only the last word is singularised, and only when it looks like an ordinary English plural
 (all lower case) or an acronym plural ("APIs"). Title-case words ("James", "Paris") and
@@ -32,9 +33,32 @@ _KEEP = words(
 _ES_PLURALS = ("sses", "xes", "ches", "shes", "zzes")
 _NOT_ES_PLURALS = frozenset({"caches", "headaches", "niches", "moustaches", "avalanches"})
 _IES_TO_IE = frozenset({"cookies", "movies", "zombies", "rookies", "selfies", "goodies", "ties"})
+# Latin and Greek plurals engineering text uses
+_IRREGULAR = {
+    "indices": "index",
+    "vertices": "vertex",
+    "matrices": "matrix",
+    "appendices": "appendix",
+    "analyses": "analysis",
+    "criteria": "criterion",
+    "phenomena": "phenomenon",
+}
+# short forms of engineering words, written either way: "the repo", "the repository"
+_SHORT_FORMS = {
+    "repo": "repository",
+    "app": "application",
+    "db": "database",
+    "config": "configuration",
+    "env": "environment",
+    "k8s": "kubernetes",
+}
+# markup left inside a name: '"Site Manager" permission', "`govuk-infrastructure` repo"
+_INNER_QUOTES = str.maketrans("", "", '"`“”')
 
 
 def _singular(word: str) -> str:
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
     if len(word) < 4 or word in _KEEP or word.endswith(("ss", "us", "is")):
         return word
     if word.endswith("ies") and word not in _IES_TO_IE:
@@ -82,6 +106,15 @@ def _singular_last_word(text: str) -> str:
     return f"{head} {last}" if head else last
 
 
+def long_form(word: str) -> str:
+    """ "repo" -> "repository": the word a short form stands for (any other word as it is)."""
+    return _SHORT_FORMS.get(word, word)
+
+
+def _long_forms(text: str) -> str:
+    return " ".join(long_form(word) for word in text.split(" "))
+
+
 def normalise(name: str) -> str:
     """The merge key of an entity name: case-folded, unquoted, article-free, singular."""
     text = _strip_surrounding(_SPACES.sub(" ", name).strip())
@@ -92,4 +125,5 @@ def normalise(name: str) -> str:
     text = _strip_surrounding(text)
     if not text:
         return ""
-    return _singular_last_word(text).casefold()
+    norm = _singular_last_word(text).casefold().translate(_INNER_QUOTES)
+    return _long_forms(_SPACES.sub(" ", norm).strip())

@@ -109,21 +109,62 @@ def likely_people(doc: Doc, lemma: Callable[[Token], str]) -> Iterator[Mention |
 
 
 def noun_phrases(doc: Doc) -> Iterator[Mention | None]:
+    """Noun chunks, trimmed to their name; a possessive chunk is two names, its owner and its
+    head: "sqlc's prepared statements" names sqlc and the prepared statements (a fact links them,
+    see `parsed_facts`), never "sqlc's prepared statements" as one thing."""
     for chunk in doc.noun_chunks:
         tokens = list(chunk)
-        while tokens and (tokens[0].tag_ in _TRIM_TAGS or tokens[0].lower_ in TRIM_WORDS):
-            tokens.pop(0)
-        while tokens and tokens[-1].tag_ in _TRIM_TAGS:
-            tokens.pop()
-        if not tokens or all(t.is_stop or t.lower_ in PRONOUNS or t.is_punct for t in tokens):
-            continue
-        root = chunk.root
-        if root.tag_ in ("PRP", "CD") or root.lower_ in PRONOUNS:
-            continue
-        start, end = tokens[0].idx, tokens[-1].idx + len(tokens[-1])
-        name = doc.text[start:end]
-        first = tokens[0]
-        if first.is_sent_start and first.tag_ in _COMMON_NOUN_TAGS and first.is_title:
-            name = name[0].lower() + name[1:]  # "Runbooks are..." is "runbooks", not a name
-        head = (root.idx, root.idx + len(root))
-        yield mention(start, end, name, "concept", PHRASE, head=head)
+        cut = max((i for i, t in enumerate(tokens) if t.tag_ == "POS"), default=None)
+        if cut is not None:
+            owner = tokens[:cut]
+            earlier = max((i for i, t in enumerate(owner) if t.tag_ == "POS"), default=None)
+            if earlier is not None:
+                owner = owner[earlier + 1 :]  # "a friend's sister's car": the sister owns it
+            if owner:
+                yield _phrase(doc, owner, owner[-1])
+            tokens = tokens[cut + 1 :]
+        yield _phrase(doc, tokens, chunk.root)
+
+
+def _phrase(doc: Doc, tokens: list[Token], root: Token) -> Mention | None:
+    while tokens and (tokens[0].tag_ in _TRIM_TAGS or tokens[0].lower_ in TRIM_WORDS):
+        tokens.pop(0)
+    while tokens and tokens[-1].tag_ in _TRIM_TAGS:
+        tokens.pop()
+    if not tokens or all(t.is_stop or t.lower_ in PRONOUNS or t.is_punct for t in tokens):
+        return None
+    if root.tag_ in ("PRP", "CD") or root.lower_ in PRONOUNS:
+        return None
+    tokens = _from_the_name(tokens)
+    start, end = tokens[0].idx, tokens[-1].idx + len(tokens[-1])
+    name = doc.text[start:end]
+    first = tokens[0]
+    if first.is_sent_start and first.tag_ in _COMMON_NOUN_TAGS and first.is_title:
+        name = name[0].lower() + name[1:]  # "Runbooks are..." is "runbooks", not a name
+    head = (root.idx, root.idx + len(root))
+    return mention(start, end, name, "concept", PHRASE, head=head)
+
+
+_NAME_TAGS = {"NNP", "NNPS"}
+_NEVER_IN_NAMES = {"RB", "RBR", "RBS", "UH", "VB", "VBG", "VBN", "VBD", "VBP", "VBZ"}
+
+
+def _from_the_name(tokens: list[Token]) -> list[Token]:
+    """A proper name takes no adjective or greeting: "great Jon", "Absolutely Jon" and "Sure
+    thing Nate" name Jon and Nate. Words before a run of proper nouns that ends the phrase are
+    dropped when they are adverbs, interjections or verbs, or lower case, or open the sentence
+    or the chat turn (a capitalised adjective inside a sentence may be part of the name:
+    "Irish Sea")."""
+    first_name = next((i for i, t in enumerate(tokens) if t.tag_ in _NAME_TAGS), None)
+    if not first_name or any(t.tag_ not in _NAME_TAGS for t in tokens[first_name:]):
+        return tokens
+    if all(_not_a_name_word(t) for t in tokens[:first_name]):
+        return tokens[first_name:]
+    return tokens
+
+
+def _not_a_name_word(token: Token) -> bool:
+    if token.tag_ in _NEVER_IN_NAMES or token.is_lower:
+        return True
+    opening = token.i == 0 or token.is_sent_start or token.nbor(-1).text in {":", ".", "!", "?"}
+    return opening and token.is_alpha

@@ -241,7 +241,19 @@ def _is_verb(token: Token) -> bool:
     return token.tag_.startswith("VB")
 
 
+def possessive_facts(doc: Doc, owner: Owner, table: FactTable) -> None:
+    """ "sqlc's prepared statements" -> (sqlc, has, prepared statement): the possessive phrase
+    names two entities, and this keeps what tied them."""
+    for token in doc:
+        if token.dep_ != "poss" or token.tag_ in _PRONOUN_TAGS:
+            continue
+        owned, owning = owner(token.head), owner(token)
+        if owned is not None and owning is not None and owned.fact_key != owning.fact_key:
+            table.add(owning.fact_key, "has", owned.fact_key, token.sent.text, GENERIC)
+
+
 def facts_from_doc(doc: Doc, owner: Owner, lemma: Lemma, table: FactTable) -> None:
+    possessive_facts(doc, owner, table)
     for verb in doc:
         if not _is_verb(verb) or any(c.dep_ == "neg" for c in verb.children):
             continue

@@ -61,7 +61,7 @@ CHAT_WORDS = words(
     thanks thank thx sorry please hey hi hello hiya bye goodbye wow woah whoa woohoo yay yeah yep
     yup yes no nope oh ooh ah aw aww awesome cool congrats congratulations ok okay lol haha hmm
     omg ugh oops i'm i've i'd i'll you're you've you'd you'll we're we've we'd we'll they're
-    they've it's that's let's
+    they've it's that's let's yo ya yah awww anytime absolutely definitely totally glad
     """
 )
 

@@ -16,7 +16,13 @@ from graphmem.documents.models import (
     RepoMatches,
     SectionText,
 )
-from graphmem.graph.models import EntityList, IndexReport, MergeEntitiesReport, MultiHopResult
+from graphmem.graph.models import (
+    EntityList,
+    IndexReport,
+    MemoryGraph,
+    MergeEntitiesReport,
+    MultiHopResult,
+)
 from graphmem.knowledge.models import (
     BankView,
     Citation,
@@ -144,6 +150,8 @@ class GraphAPI(Protocol):
     ) -> EntityList: ...
 
     def merge_entities(self, primary: str, duplicates: list[str]) -> MergeEntitiesReport: ...
+
+    def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph: ...
 
     def recall_multihop(
         self,

@@ -7,7 +7,8 @@
      ├── StoreError                the store cannot be used
      │    ├── StoreLocked          another process holds the store
      │    ├── StorageError         the database failed under us
-     │    └── SchemaError          the store's schema is newer or broken
+     │    ├── SchemaError          the store's schema is newer or broken
+     │    └── OutcomeUnknown       the owner died during a write that cannot be sent twice
      └── EmbeddingError            an embedding provider failed or is forbidden
 
 Each class carries the exit code the CLI uses for it, so transports never keep their own table.
@@ -66,6 +67,14 @@ class StorageError(StoreError):
 
 class SchemaError(StoreError):
     code = "schema_error"
+
+
+class OutcomeUnknown(StoreError):
+    """The owner process died after a write reached it and before it answered, and the write
+    carries no idempotency key to send it again safely: it may or may not have been applied.
+    The next call starts a new owner; check the store before repeating this one."""
+
+    code = "outcome_unknown"
 
 
 class EmbeddingError(GraphmemError):

@@ -211,6 +211,7 @@ class MemoryFilter(_Strict):
     service: str | None = None
     tags: list[str] = Field(default_factory=list)
     lifecycle: Lifecycle | None = None
+    layer: Layer | None = Field(default=None, description="sedimentation's layer")
     as_of: UtcDateTime | None = Field(
         default=None, description="only what was valid and recorded at this time"
     )
@@ -225,6 +226,7 @@ class MemoryFilter(_Strict):
             or self.service
             or self.tags
             or self.lifecycle
+            or self.layer
             or self.as_of
         )
 
@@ -318,7 +320,7 @@ class ScopedHit(Model):
 class RecallWarning(Model):
     """Something the caller should know before acting on the hits."""
 
-    kind: Literal["dead_end", "degraded", "missing_vectors"]
+    kind: Literal["dead_end", "degraded", "missing_vectors", "backlog"]
     message: str
     memory: Memory | None = None
 
@@ -366,6 +368,12 @@ class StoreStats(Model):
     by_kind: dict[str, int]
     by_context: dict[str, int]
     by_lifecycle: dict[str, int]
+    by_layer: dict[str, int] = Field(default_factory=dict, description="sedimentation layers")
+    backlog: dict[str, int] = Field(
+        default_factory=dict,
+        description="work still waiting: `extraction`, live memories whose entities and facts "
+        "are not in the graph yet; `chunks`, document chunks likewise",
+    )
     store_bytes: int
     embedding_space: str
     vectors: int

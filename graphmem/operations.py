@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphmem.daemon.client import stop_owner
+from graphmem.daemon.link import start_lock, stop_owner
 from graphmem.daemon.paths import live_owner
 from graphmem.errors import Conflict, SchemaError, StoreLocked
-from graphmem.models import RestoreReport
+from graphmem.models import BackupInfo, RestoreReport
 from graphmem.schema import migrations
 from graphmem.service import GraphMemory
 from graphmem.settings import Settings
@@ -29,6 +29,12 @@ def restore(backup: Path, settings: Settings, *, force: bool = False) -> Restore
             f"understands ({latest}); upgrade graphmem",
             store_version=info.schema_version,
         )
+    # no client starts an owner, nor opens the store, until the restored one is in place
+    with start_lock(settings.home):
+        return _restore(backup, info, settings, force=force)
+
+
+def _restore(backup: Path, info: BackupInfo, settings: Settings, *, force: bool) -> RestoreReport:
     home = settings.home
     stopped = None
     owner = live_owner(home)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from graphmem.daemon.client import stop_owner
+from graphmem.daemon.paths import OWNER_FILE
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.service import GraphMemory, open_store
 
@@ -64,10 +66,14 @@ def reopen(store_path: Path) -> Iterator[Callable[..., GraphMemory]]:
 
 
 @pytest.fixture
-def cli_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for a CLI run: its own store and the hash embedder, no stray GRAPHMEM_* values."""
+def cli_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Environment for a CLI run: its own store and the hash embedder, no stray GRAPHMEM_* values.
+    A writing command starts an owner for its store: every one left under tmp_path is stopped."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}
     env["GRAPHMEM_HOME"] = str(tmp_path / "cli-store")
     env["GRAPHMEM_EMBEDDING_PROVIDER"] = "hash"
     env["GRAPHMEM_EXTRACT_ON_WRITE"] = SESSION_ENV["GRAPHMEM_EXTRACT_ON_WRITE"]
-    return env
+    env["GRAPHMEM_DAEMON_IDLE_TIMEOUT"] = SESSION_ENV["GRAPHMEM_DAEMON_IDLE_TIMEOUT"]
+    yield env
+    for record in tmp_path.rglob(OWNER_FILE):
+        stop_owner(record.parent)

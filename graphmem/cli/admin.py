@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,7 +32,7 @@ def cypher(
     as_json: JsonOpt = False,
 ) -> None:
     """Run Cypher against the store; read-only unless --write."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=write) as gm:
         try:
             values = json.loads(params) if params else {}
         except json.JSONDecodeError as exc:
@@ -134,7 +135,7 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
         from graphmem.daemon.client import connect
         from graphmem.service import GraphMemory
 
-        remote = connect(settings)
+        remote = connect(settings, recover=False)  # a check must not start an owner
         check(
             "owner process",
             True,
@@ -146,6 +147,8 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
         try:
             status = api.db_status()
             stats = api.stats()
+            working = remote is not None and settings.extract_on_write
+            later = _backlog_later(api, stats.backlog) if working else None
         finally:
             api.close()
         check("store opens", True, f"{settings.home}: {stats.total} memories")
@@ -160,6 +163,7 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
             not status.pending,
             f"version {status.schema_version} of {status.latest_version}",
         )
+        check("backlog", *_backlog_check(stats.backlog, later, owner=working))
     except GraphmemError as exc:
         check("store opens", False, exc.message)
     ok = all(c["ok"] for c in checks)
@@ -171,6 +175,39 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
             out.print(f"{mark} {c['check']}: {c['detail']}")
     if not ok:
         raise typer.Exit(4)
+
+
+BACKLOG_WAIT = 3.0  # seconds doctor watches a running owner's backlog for movement
+
+
+def _backlog_later(api: MemoryAPI, now: dict[str, int]) -> dict[str, int] | None:
+    """The backlog again after BACKLOG_WAIT seconds, when there is one to watch."""
+    if not any(now.values()):
+        return None
+    time.sleep(BACKLOG_WAIT)
+    return api.stats().backlog
+
+
+def _backlog_check(
+    now: dict[str, int], later: dict[str, int] | None, *, owner: bool
+) -> tuple[bool, str]:
+    """Waiting work is fine while it moves; a backlog an owner that extracts on write does not
+    shrink is not."""
+    memories, chunks = now.get("extraction", 0), now.get("chunks", 0)
+    if not memories and not chunks:
+        return True, "nothing waits for extraction"
+    waiting = f"{memories} memories and {chunks} document chunks wait for extraction"
+    if not owner:
+        return True, (
+            f"{waiting}; no owner process works through them (none runs, or extract_on_write "
+            "is off): `graphmem index-triples` does it at once"
+        )
+    if later is not None and sum(later.values()) < memories + chunks:
+        return True, f"{waiting}, and the owner is working through them"
+    return False, (
+        f"{waiting}, and none was done in {BACKLOG_WAIT:.0f} s while the owner runs: see its "
+        "log (`graphmem daemon status`), or run `graphmem index-triples`"
+    )
 
 
 @app.command()

@@ -40,7 +40,7 @@ _BY_MODULE = {
     "graph": ("index-triples", "entities", "merge-entities", "multihop"),
     "docs": ("index", "search", "expand"),
     "admin": ("cypher", "doctor", "backup", "restore"),
-    "serve": ("serve", "demo"),
+    "serve": ("serve", "console", "demo"),
     "setup": ("setup",),
 }  # fmt: skip
 COMMANDS = {command: module for module, names in _BY_MODULE.items() for command in names}

@@ -123,17 +123,20 @@ def opened(
     start_owner: bool = False,
     overrides: dict[str, Any] | None = None,
     embeds: bool = False,
+    writes: bool = False,
 ) -> Iterator[MemoryAPI]:
     """The store for one command: through its owner process when one runs (or when asked to
     start one), else opened here for this command only. Settings are built here, at the entry
-    point. `embeds`: the command embeds text (see `open_api`)."""
+    point. `embeds`: the command embeds text (see `open_api`). `writes`: the command changes the
+    store, so it goes through an owner, started if none runs: writers beside agents and other
+    writers then wait for nobody's open or close of the database."""
     from graphmem.daemon.client import RemoteMemory, open_api
     from graphmem.settings import load_settings
 
     with handle_errors(as_json):
         given = {k: v for k, v in (overrides or {}).items() if v is not None}
         settings = load_settings(home, overrides=given or None)
-        gm = open_api(settings, start=start_owner, embeds=embeds)
+        gm = open_api(settings, start=start_owner or writes, embeds=embeds)
         if isinstance(gm, RemoteMemory) and any(k.startswith("embedding.") for k in given):
             gm.close()
             raise InvalidInput(

@@ -60,7 +60,7 @@ def status(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
 
     settings = _settings(home, as_json)
     with handle_errors(as_json):
-        remote = connect(settings)
+        remote = connect(settings, recover=False)  # asking must not start an owner
         state = {"running": False, "home": str(settings.home)}
         if remote is not None:
             with remote:

@@ -27,7 +27,7 @@ def index(
 ) -> None:
     """Index project documents; only files whose content changed are read again."""
     given = [p.expanduser().resolve() for p in paths] if paths else None
-    with opened(home, as_json, embeds=True) as gm:
+    with opened(home, as_json, embeds=True, writes=True) as gm:
         with progress_bar() as bar:
             task = bar.add_task("indexing", total=None)
             report = gm.index_documents(

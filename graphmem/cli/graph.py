@@ -53,7 +53,7 @@ def index_triples(
     as_json: JsonOpt = False,
 ) -> None:
     """Extract entities and facts from memories that have not been processed yet."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         with progress_bar() as bar:
             task = bar.add_task("extracting", total=None)
             report = gm.index_triples(
@@ -98,8 +98,14 @@ def entities(
                 f"{e.mentions:>5} mentions {e.facts:>4} facts  {e.label:<12} {e.id}{aliases}",
                 markup=False,
             )
-        if not result.entities:
+        if not result.entities and not result.pending:
             out.print("no entities (run `graphmem index-triples` to extract them)")
+        if result.pending:
+            out.print(
+                f"{result.pending} memories are not extracted yet, so their entities are not "
+                "listed: a running owner process works through them, or run "
+                "`graphmem index-triples`"
+            )
 
 
 @app.command("merge-entities")
@@ -110,7 +116,7 @@ def merge_entities(
     as_json: JsonOpt = False,
 ) -> None:
     """Fold duplicate entities into one; their names become its aliases."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         report = gm.merge_entities(primary, duplicates)
         if as_json:
             return emit_json(report)

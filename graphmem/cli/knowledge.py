@@ -84,7 +84,7 @@ def outdated(
     as_json: JsonOpt = False,
 ) -> None:
     """Mark a memory outdated, or superseded by a newer one; it stays in the timeline."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         m = gm.mark_outdated(memory_id, reason=reason, superseded_by=superseded_by)
         if as_json:
             return emit_json(m)
@@ -103,7 +103,7 @@ def merge(
     as_json: JsonOpt = False,
 ) -> None:
     """Merge duplicates into one memory; the duplicates are archived, linked to it."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         m = gm.merge_duplicates(primary, duplicates, reason=reason)
         if as_json:
             return emit_json(m)
@@ -137,7 +137,7 @@ def decision(
     as_json: JsonOpt = False,
 ) -> None:
     """Record a decision with its rationale."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         fields = _given(consequences=consequences, status=status, avoids=_split(avoids))
         m = gm.store_decision(
             decision=decision,
@@ -164,7 +164,7 @@ def dead_end(
     as_json: JsonOpt = False,
 ) -> None:
     """Record an approach that failed, so nobody tries it again."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         m = gm.store_dead_end(
             attempted_approach=attempted,
             why_failed=why_failed,
@@ -195,7 +195,7 @@ def incident(
     as_json: JsonOpt = False,
 ) -> None:
     """Record an incident."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         fields = _given(
             impact=impact,
             root_cause=root_cause,
@@ -232,7 +232,7 @@ def runbook(
     as_json: JsonOpt = False,
 ) -> None:
     """Record a runbook: a trigger and the steps to follow."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         fields = _given(verification=verification, rollback=rollback, cites=_split(cites))
         m = gm.store_runbook(
             trigger=trigger,
@@ -262,7 +262,7 @@ def postmortem(
     as_json: JsonOpt = False,
 ) -> None:
     """Record a postmortem, optionally linked to its incident."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         fields = _given(action_items=action_item or None, incident_id=incident_id)
         m = gm.store_postmortem(
             summary=summary,
@@ -310,7 +310,7 @@ def canonical_promote(
     as_json: JsonOpt = False,
 ) -> None:
     """Promote a memory to canonical knowledge, with an owner."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         m = gm.promote_to_canonical(memory_id, owner=owner)
         emit_json(m) if as_json else out.print(f"{m.id} is canonical, owner {owner}", markup=False)
 
@@ -439,7 +439,7 @@ def cite(
     as_json: JsonOpt = False,
 ) -> None:
     """Record that a memory relies on a file; drift compares the file's hash later."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         citation = gm.cite_source(memory_id, path, section=section)
         if as_json:
             return emit_json(citation)
@@ -460,7 +460,7 @@ def verify(
     as_json: JsonOpt = False,
 ) -> None:
     """Record that a memory was checked against reality, and the outcome."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         m = gm.verify_entry(memory_id, method=method, status=status, note=note)
         if as_json:
             return emit_json(m)

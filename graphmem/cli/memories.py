@@ -119,7 +119,7 @@ def store(
     as_json: JsonOpt = False,
 ) -> None:
     """Store a memory."""
-    with opened(home, as_json, embeds=True) as gm:
+    with opened(home, as_json, embeds=True, writes=True) as gm:
         text = sys.stdin.read().rstrip("\n") if content == "-" else content
         if text is None:
             raise InvalidInput(
@@ -284,7 +284,7 @@ def update(
     as_json: JsonOpt = False,
 ) -> None:
     """Change a memory; new content is re-embedded."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         changes = {
             "content": content,
             "title": title,
@@ -307,14 +307,15 @@ def delete(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a memory and its vectors."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         gm.delete(memory_id)
         emit_json({"deleted": memory_id}) if as_json else out.print(f"deleted {memory_id}")
 
 
 @app.command()
 def stats(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
-    """Counts by type, kind and context; store size; the active embedding space."""
+    """Counts by type, kind, context, lifecycle and layer; store size; the active embedding
+    space; work still waiting (the backlog)."""
     with opened(home, as_json) as gm:
         s = gm.stats()
         if as_json:
@@ -328,12 +329,20 @@ def stats(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
             ("kind", s.by_kind),
             ("context", s.by_context),
             ("lifecycle", s.by_lifecycle),
+            ("layer", s.by_layer),
         ):
             if counts:
                 out.print(
                     f"  by {name}: "
                     + ", ".join(f"{k or '-'} {v}" for k, v in sorted(counts.items()))
                 )
+        waiting = s.backlog.get("extraction", 0) + s.backlog.get("chunks", 0)
+        if waiting:
+            out.print(
+                f"backlog: {s.backlog.get('extraction', 0)} memories and "
+                f"{s.backlog.get('chunks', 0)} document chunks wait for entity extraction "
+                "(a running owner works through them; or run `graphmem index-triples`)"
+            )
 
 
 @app.command()
@@ -381,7 +390,7 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import memories from JSON lines, in batches, with a progress bar."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         with progress_bar() as bar:
             task = bar.add_task("importing", total=None)
             report = import_file(

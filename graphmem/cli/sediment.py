@@ -85,7 +85,7 @@ def cycle(
     as_json: JsonOpt = False,
 ) -> None:
     """Move live memories a layer up by age, use and references, or down by disuse."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=apply) as gm:
         report = gm.sediment_cycle(dry_run=not apply, actor="cli")
         if as_json:
             return emit_json(report)
@@ -120,7 +120,7 @@ def _by_hand(
     memory_id: str, *, up: bool, layer: str | None, note: str | None, home: Path | None,
     as_json: bool,
 ) -> None:  # fmt: skip
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         move_to = gm.promote_sediment if up else gm.demote_sediment
         move = move_to(memory_id, layer=cast("Layer | None", layer), note=note, actor="cli")
         if as_json:

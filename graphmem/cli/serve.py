@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import secrets
 import sys
 from typing import Annotated, Any
 
@@ -61,9 +63,84 @@ def serve(
                 port=gm.settings.http_port,
                 allow_unauthenticated=insecure_allow_unauthenticated,
                 announce=lambda line: print(line, file=sys.stderr, flush=True),
+                console_token=_console_token(gm.settings),
             )
         else:
             serve_stdio(gm)
+
+
+def _console_token(settings: Any) -> str | None:
+    """The console's sign-in token for this run when the settings have none: made up and
+    printed once, since a console open to anyone on the machine is what we do not ship."""
+    if settings.http_token is not None:
+        return None
+    token = secrets.token_urlsafe(24)
+    print(f"graphmem: console token for this run: {token}", file=sys.stderr, flush=True)
+    return token
+
+
+@app.command()
+def console(
+    host: Annotated[
+        str | None, typer.Option("--host", help="Bind address (default 127.0.0.1).")
+    ] = None,
+    port: Annotated[int, typer.Option("--port", help="Port (default 0: any free port).")] = 0,
+    no_open: Annotated[
+        bool, typer.Option("--no-open", help="Print the address; do not open a browser.")
+    ] = False,
+    insecure_allow_unauthenticated: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-allow-unauthenticated",
+            help="As for `serve --http`: allow a non-loopback --host without GRAPHMEM_HTTP_TOKEN.",
+        ),
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Open the console: the store in a browser, served through the owner process until Ctrl-C.
+    Sign in with GRAPHMEM_HTTP_TOKEN, or with the token printed for this run."""
+    import threading
+    import webbrowser
+
+    from graphmem.mcp.http import (
+        CONSOLE_PATH,
+        check_bind_security,
+        make_http_server,
+        until_interrupted,
+    )
+    from graphmem.settings import load_settings
+
+    overrides = {"http_host": host} if host else {}
+    with handle_errors(as_json):
+        settings = load_settings(home, overrides=overrides)
+        check_bind_security(settings.http_host, settings.http_token, insecure_allow_unauthenticated)
+    with opened(home, as_json, start_owner=True, overrides=overrides) as gm:
+        generated = None if gm.settings.http_token else secrets.token_urlsafe(24)
+
+        def started(base: str) -> None:
+            url = f"{base}{CONSOLE_PATH}/"
+            if as_json:
+                print(json.dumps({"url": url, "token": generated}), flush=True)  # one line
+            else:
+                print(f"graphmem console: {url}", file=sys.stderr)
+                print(
+                    f"sign in with this token (this run only): {generated}"
+                    if generated
+                    else "sign in with GRAPHMEM_HTTP_TOKEN",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if not no_open:  # a browser that takes long to start must not hold the server up
+                threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+
+        server = make_http_server(
+            gm, gm.settings.http_host, port, log_level="warning",
+            allow_unauthenticated=insecure_allow_unauthenticated, console_token=generated,
+            on_started=started,
+        )  # fmt: skip
+        with until_interrupted():
+            server.run()
 
 
 DEMO_CONTEXT = "graphmem-demo"
@@ -135,7 +212,7 @@ DEMO_MULTIHOP = "what did migration #47 break, and what fixed it?"
 @app.command()
 def demo(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Store a few engineering memories (once) and show hybrid recall over them."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         present = gm.list({"context": DEMO_CONTEXT}, limit=1).memories
         if not present:
             gm.remember_many([{**m, "context": DEMO_CONTEXT} for m in DEMO_MEMORIES])

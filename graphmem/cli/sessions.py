@@ -49,7 +49,7 @@ def close(
 ) -> None:
     """Plan what a session's summary means for the memory; with --apply, do it."""
     text = sys.stdin.read() if summary == "-" else summary
-    with opened(home, as_json, embeds=True) as gm:
+    with opened(home, as_json, embeds=True, writes=True) as gm:
         plan = gm.close_session(
             text, mode=mode, context=context, service=service, dry_run=not apply,
             auto_apply_low_risk=auto_apply_low_risk, session_id=session_id, client="cli",
@@ -117,7 +117,7 @@ def accept(
     as_json: JsonOpt = False,
 ) -> None:
     """Accept review items (apply their changes): the ones given, or a session's pending ones."""
-    with opened(home, as_json, embeds=True) as gm:
+    with opened(home, as_json, embeds=True, writes=True) as gm:
         _show(gm.accept_session_changes(session=session, items=items or None), as_json)
 
 
@@ -130,7 +130,7 @@ def resolve(
     as_json: JsonOpt = False,
 ) -> None:
     """Accept, reject or defer one review item."""
-    with opened(home, as_json, embeds=True) as gm:
+    with opened(home, as_json, embeds=True, writes=True) as gm:
         _show(gm.resolve_review_item(item, resolution, note), as_json)
 
 
@@ -148,7 +148,7 @@ def resolve_queue(
     as_json: JsonOpt = False,
 ) -> None:
     """Resolve every pending item the filters select."""
-    with opened(home, as_json, embeds=True) as gm:
+    with opened(home, as_json, embeds=True, writes=True) as gm:
         if risk is not None and risk not in ("auto", "soft", "hard"):
             raise InvalidInput("risk must be auto, soft or hard")
         report = gm.resolve_review_queue(

@@ -92,7 +92,7 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Look for what needs tending; with --apply, file it and apply what the policy allows."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=apply) as gm:
         report = gm.steward_run(
             scope, dry_run=not apply, context=context, service=service, actor="cli"
         )
@@ -140,7 +140,7 @@ def resolve(
     as_json: JsonOpt = False,
 ) -> None:
     """Apply or dismiss one finding of the inbox."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         resolved = gm.steward_inbox_resolve(finding, action, note, actor="cli")
         if as_json:
             return emit_json(resolved)
@@ -198,7 +198,7 @@ def policy_set(
     """Change fields of the policy (validated together); prints the policy now in force."""
     with handle_errors(as_json):
         updates = parse_assignments(pairs)
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         changed = gm.steward_policy(updates)
         if as_json:
             return emit_json(changed)
@@ -264,7 +264,7 @@ def undo(
     as_json: JsonOpt = False,
 ) -> None:
     """Put back what a run, a finding or one audit record changed; findings return to the inbox."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         undone = gm.steward_undo(target, actor="cli")
         if as_json:
             return emit_json(undone)
@@ -295,7 +295,7 @@ def sweep(
     as_json: JsonOpt = False,
 ) -> None:
     """Archive (never delete) old memory of little value, by the policy; undo with its run."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=apply) as gm:
         report = gm.sweep_archive(dry_run=not apply, actor="cli")
         if as_json:
             return emit_json(report)
@@ -322,7 +322,7 @@ def sweep(
 @steward_app.command("recount")
 def recount(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Recompute each live memory's reference count from the graph (what points at it)."""
-    with opened(home, as_json) as gm:
+    with opened(home, as_json, writes=True) as gm:
         report = gm.recount_references()
         if as_json:
             return emit_json(report)

@@ -1,30 +1,27 @@
-"""The client side of the owner process: find it, start it, stop it, and RemoteMemory, which
-serves the MemoryAPI over its socket so that a CLI call or a stdio MCP server never opens the
-database itself while an owner holds it.
+"""The client side of the owner process: RemoteMemory, which serves the MemoryAPI over its
+socket so that a CLI call or a stdio MCP server never opens the database itself while an owner
+holds it, and open_api, which picks the owner or the store for one caller. Starting, stopping
+and surviving an owner is graphmem.daemon.link's.
 """
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from graphmem.api import Filters, MemoryAPI, Progress
+from graphmem.daemon.link import OwnerLink, start_lock, with_keys
+from graphmem.daemon.link import start_owner as start_owner
+from graphmem.daemon.link import stop_owner as stop_owner
 from graphmem.daemon.paths import OwnerInfo, live_owner
 from graphmem.daemon.protocol import MAX_LINE, decode, dumps, encode, raise_error
 from graphmem.documents.models import DocsIndexReport
-from graphmem.errors import GraphmemError, InvalidInput, StoreError, StoreLocked, item_error_after
+from graphmem.errors import GraphmemError, InvalidInput, StoreLocked, item_error_after
 from graphmem.graph.models import IndexReport
 from graphmem.models import (
     BackupInfo,
@@ -41,79 +38,9 @@ from graphmem.models import (
     StoreStats,
     validated_items,
 )
-from graphmem.process import pid_alive
 from graphmem.recall.config import RecallConfig
 from graphmem.settings import Settings
 from graphmem.transfer import import_chunks
-
-LOG_FILE = "owner.log"
-START_LOCK = "owner.lock"
-
-
-@contextmanager
-def _start_lock(home: Path) -> Iterator[None]:
-    """Serialise owner start-ups: two clients starting at once must not race for the store."""
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / START_LOCK, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def start_owner(home: Path, *, timeout: float = 30.0) -> OwnerInfo:
-    """Return the running owner of `home`, starting a detached one if none runs."""
-    info = live_owner(home)
-    if info is not None:
-        return info
-    with _start_lock(home):
-        info = live_owner(home)
-        if info is not None:
-            return info
-        with open(home / LOG_FILE, "ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "graphmem", "daemon", "run", "--home", str(home)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,  # outlives the client that started it
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            info = live_owner(home)
-            if info is not None:
-                return info
-            if process.poll() is not None:
-                raise StoreError(
-                    f"the owner process for {home} exited at start: {_log_tail(home)}",
-                    path=str(home),
-                )
-            time.sleep(0.05)
-        process.terminate()
-        raise StoreError(f"the owner process for {home} did not start within {timeout:.0f}s")
-
-
-def stop_owner(home: Path, *, timeout: float = 30.0) -> OwnerInfo | None:
-    """SIGTERM the owner and wait for it to drain and exit; returns what was stopped."""
-    info = live_owner(home)
-    if info is None:
-        return None
-    os.kill(info.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while pid_alive(info.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if pid_alive(info.pid):
-        raise StoreError(f"owner {info.pid} did not stop within {timeout:.0f}s", pid=info.pid)
-    return info
-
-
-def _log_tail(home: Path) -> str:
-    try:
-        lines = (home / LOG_FILE).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return "no log"
-    return " | ".join(lines[-3:]) or "no log"
 
 
 def _forward(method: str) -> Callable[..., Any]:
@@ -127,15 +54,26 @@ def _forward(method: str) -> Callable[..., Any]:
 
 
 class RemoteMemory:
-    """MemoryAPI served by the owner process; one connection, one request at a time."""
+    """MemoryAPI served by the owner process; one connection, which outlives the owner
+    (graphmem.daemon.link), one request at a time."""
 
-    def __init__(self, settings: Settings, info: OwnerInfo) -> None:
+    def __init__(self, settings: Settings, info: OwnerInfo, *, recover: bool = True) -> None:
+        """`recover`: when the owner dies, start a new one and go on (graphmem.daemon.link);
+        without it every call after the death fails, as `daemon status` wants."""
         self.settings = settings
-        self.owner = info
+        self._link = OwnerLink(settings.home, info, recover=recover)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._file: Any = None
+
+    @property
+    def owner(self) -> OwnerInfo:
+        """The owner serving this client now."""
+        return self._link.owner
+
+    @property
+    def restarts(self) -> int:
+        """How many owners this client started after the one it used was gone."""
+        return self._link.restarts
 
     @property
     def path(self) -> Path:
@@ -164,6 +102,7 @@ class RemoteMemory:
     drift_scan = _forward("drift_scan")
     list_entities = _forward("list_entities")
     merge_entities = _forward("merge_entities")
+    memory_graph = _forward("memory_graph")
     recall_multihop = _forward("recall_multihop")
     wait_for_extraction = _forward("wait_for_extraction")
     search_docs = _forward("search_docs")
@@ -212,16 +151,8 @@ class RemoteMemory:
             on_progress(result.memories, result.memories)
         return result
 
-    def _connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.connect(self.owner.socket)
-        except OSError as exc:
-            sock.close()
-            raise StoreError(f"cannot reach the owner process: {exc}", pid=self.owner.pid) from exc
-        self._sock, self._file = sock, sock.makefile("rwb")
-
     def _call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
+        args, kwargs = with_keys(method, args, kwargs)
         request = {"id": next(self._ids), "method": method, "args": encode(list(args)),
                    "kwargs": encode(kwargs)}  # fmt: skip
         data = dumps(request)
@@ -231,33 +162,14 @@ class RemoteMemory:
                 method=method,
             )
         with self._lock:
-            if self._sock is None:
-                self._connect()
-            try:
-                self._file.write(data)
-                self._file.flush()
-                line = self._file.readline()
-            except OSError:
-                line = b""
-            if not line:
-                self.close()
-                raise StoreError(
-                    "the owner process went away during the request; check whether it was "
-                    "applied before repeating it",
-                    pid=self.owner.pid,
-                )
+            line = self._link.exchange(method, kwargs, data)
         response = json.loads(line)
         if "error" in response:
             raise_error(response["error"])
         return decode(response.get("result"))
 
     def close(self) -> None:
-        if self._sock is not None:
-            try:
-                self._file.close()
-                self._sock.close()
-            finally:
-                self._sock = self._file = None
+        self._link.close()
 
     def __enter__(self) -> RemoteMemory:
         return self
@@ -397,29 +309,38 @@ def _plain(filters: Filters) -> Any:
 
 def open_api(settings: Settings, *, start: bool = False, embeds: bool = False) -> MemoryAPI:
     """The store for one caller: through its owner when one runs (or `start` asks for one), else
-    opened in this process. A store held by an owner that is still starting is waited for, so a
-    CLI call racing an owner's start-up never fails on the lock. `embeds`: the caller is about
-    to embed text, so a store opened here loads the model meanwhile."""
+    opened in this process. Finding no owner and opening the store happen under the start lock:
+    a command never opens the store while a client is starting an owner (it waits for that start
+    and uses the new owner), and one held by an owner that was started some other way is waited
+    for. The store's open lock (storage.connection) keeps it from opening while another process
+    is still closing it. `embeds`: the caller is about to embed text, so a store opened here
+    loads the model meanwhile."""
     from graphmem.service import GraphMemory
 
+    remote = connect(settings, start=start)
+    if remote is not None:
+        return remote
     deadline = time.monotonic() + settings.lock_timeout
     quick = settings.model_copy(update={"lock_timeout": 0.1})
-    while True:
-        remote = connect(settings, start=start)
-        if remote is not None:
-            return remote
-        try:
-            return GraphMemory(quick, extract_in_background=False, warm_embedder=embeds)
-        except StoreLocked:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.1)
+    with start_lock(settings.home):
+        while True:
+            remote = connect(settings)
+            if remote is not None:
+                return remote
+            try:
+                return GraphMemory(quick, extract_in_background=False, warm_embedder=embeds)
+            except StoreLocked:
+                if time.monotonic() >= deadline:
+                    raise
 
 
-def connect(settings: Settings, *, start: bool = False) -> RemoteMemory | None:
-    """A client of the store's owner: the running one, or (with start=True) a new one."""
+def connect(
+    settings: Settings, *, start: bool = False, recover: bool = True
+) -> RemoteMemory | None:
+    """A client of the store's owner: the running one, or (with start=True) a new one.
+    `recover`: the client starts a new owner if this one dies (see RemoteMemory)."""
     info = start_owner(settings.home) if start else live_owner(settings.home)
-    return None if info is None else RemoteMemory(settings, info)
+    return None if info is None else RemoteMemory(settings, info, recover=recover)
 
 
 def _requests(lines: list[str], first_line: int) -> Iterator[tuple[int, list[str]]]:

@@ -40,6 +40,41 @@ METHODS = frozenset(
     }
 )  # fmt: skip
 
+# What a client may send again when the owner died before answering (graphmem.daemon.client).
+# Reads change nothing a second run would not (a recall counts one more access at most); `update`
+# sets fields to the values given, so twice is once; the stores carry an idempotency key, which
+# the client makes when the caller gave none, so a second run returns the first one's memory.
+# Every other write may have been applied or not: the caller is told so (OutcomeUnknown).
+READS = frozenset(
+    {
+        "ping", "get", "list", "stats", "recall", "db_status", "export_page",
+        "wait_for_extraction", "search_runbooks", "recall_similar_incidents",
+        "list_canonical_knowledge", "recall_canonical_knowledge", "summarize_project_context",
+        "project_bank_view", "recall_as_of", "knowledge_timeline", "verification_candidates",
+        "drift_scan", "list_entities", "recall_multihop", "search_docs", "expand_section",
+        "repo_list", "repo_read", "repo_search", "review_session_changes", "steward_inbox",
+        "steward_status", "steward_report", "conflicts_report",
+    }
+)  # fmt: skip
+KEYED_STORES = frozenset(
+    {
+        "remember", "remember_many", "store_decision", "store_dead_end", "store_incident",
+        "store_runbook", "store_postmortem",
+    }
+)  # fmt: skip
+
+
+def is_read(method: str, kwargs: dict[str, Any]) -> bool:
+    if method == "cypher":
+        return not kwargs.get("write")  # a read-only query is refused any write
+    return method in READS
+
+
+def resendable(method: str, kwargs: dict[str, Any]) -> bool:
+    """Whether a request may be sent again when its first sending got no answer."""
+    return is_read(method, kwargs) or method in KEYED_STORES or method == "update"
+
+
 _MODELS: dict[str, type[BaseModel]] = {
     name: value
     for module in (

@@ -80,8 +80,11 @@ class Extraction:
             return self._indexer
 
     def schedule(self, memory_ids: Sequence[str]) -> None:
+        """Queue extraction once the memories are committed: a job that ran inside the writer's
+        open transaction would not see them, and they would wait for the next start."""
         if self.background and memory_ids:
-            self._jobs.submit(partial(self._run, list(memory_ids)))
+            job = partial(self._run, list(memory_ids))
+            self.store.after_commit(lambda: self._jobs.submit(job))
 
     def schedule_pending(self) -> int:
         """Queue every memory still waiting for extraction, and the document chunks; returns

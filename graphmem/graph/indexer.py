@@ -1,38 +1,30 @@
-"""From extractor output to graph rows: resolve each name to one entity, then write a batch of
-memories' entities, mentions and facts in one transaction.
-
-Resolution, cheapest first: a name merged before (EntityAlias), an entity with that exact
-normalised name, then an entity spelt the same once punctuation and spaces are dropped
-("billing-service", "billing service") whose name also means the same to the embedder. The
-normaliser already folded case and plurals ("JWT", "jwt", "JWTs").
+"""From extractor output to graph rows: resolve each name to one entity (graph/resolution.py),
+then write a batch of memories' entities, mentions and facts in one transaction.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-
-from graphmem.models import utcnow
-from graphmem.storage.entities import (
-    EntityRow,
-    FactRow,
-    Mention,
-    Provenance,
-    compact_key,
-    fact_id,
+from graphmem.graph.resolution import (
+    DEFAULT_RULES,
+    EmbedNames,
+    EntityResolver,
+    Resolution,
+    ResolutionRules,
 )
+from graphmem.models import utcnow
+from graphmem.storage.entities import FactRow, Mention, Provenance, compact_key, fact_id
 from graphmem.storage.store import KuzuStore
 
 if TYPE_CHECKING:
-    from graphmem.extractors import ExtractedEntity, Extraction, Extractor
+    from graphmem.extractors import Extraction, Extractor
 
-EmbedNames = Callable[[list[str]], npt.NDArray[np.float32]]
-SAME_MEANING = 0.8  # cosine of two names that the string key says are the same entity
+__all__ = ["BatchResult", "EmbedNames", "TripleIndexer"]
+
 _EXTRACTING = threading.Lock()  # spaCy pipelines are not safe to share between threads
 
 
@@ -46,10 +38,16 @@ class BatchResult:
 
 
 class TripleIndexer:
-    def __init__(self, store: KuzuStore, extractor: Extractor, embed_names: EmbedNames | None):
+    def __init__(
+        self,
+        store: KuzuStore,
+        extractor: Extractor,
+        embed_names: EmbedNames | None,
+        rules: ResolutionRules = DEFAULT_RULES,
+    ) -> None:
         self.store = store
         self.extractor = extractor
-        self.embed_names = embed_names
+        self.resolver = EntityResolver(store, embed_names, rules)
 
     def extract(self, items: Sequence[tuple[str, str]]) -> tuple[list[Extraction], int]:
         """Run the extractor; returns the extractions and how many texts it failed on."""
@@ -69,7 +67,8 @@ class TripleIndexer:
             return result
         extractions, result.errors = self.extract(items)
         norms = [e.norm for x in extractions for e in x.entities if compact_key(e.norm)]
-        ids, new_rows, aliases = self.resolve(norms, extractions)
+        resolved = self.resolve(norms, extractions)
+        ids, new_rows, aliases = resolved.ids, resolved.rows, resolved.aliases
         mentions: dict[tuple[str, str], Mention] = {}
         facts: dict[str, FactRow] = {}
         provenance: dict[tuple[str, str], Provenance] = {}
@@ -117,35 +116,6 @@ class TripleIndexer:
             )
         return result
 
-    def resolve(
-        self, norms: Sequence[str], extractions: Sequence[Extraction]
-    ) -> tuple[dict[str, str], list[EntityRow], dict[str, str]]:
-        """norm -> entity id for every name; the entities to create; new aliases (norm -> id)."""
-        ids = self.store.resolve_norms(norms)
-        firsts: dict[str, ExtractedEntity] = {}  # the first form and label of each new norm
-        for extraction in extractions:
-            for entity in extraction.entities:
-                if entity.norm not in ids and compact_key(entity.norm):
-                    firsts.setdefault(entity.norm, entity)
-        if not firsts:
-            return ids, [], {}
-        known = self.store.entities_by_key([compact_key(n) for n in firsts])
-        aliases: dict[str, str] = {}
-        rows: list[EntityRow] = []
-        for norm, entity in firsts.items():
-            key = compact_key(norm)
-            candidates = known.setdefault(key, [])  # earlier rows of this batch join them
-            match = next((c for c in candidates if self._same_meaning(entity.name, c[1])), None)
-            if match is not None:
-                ids[norm] = aliases[norm] = match[0]
-                continue
-            rows.append(EntityRow(norm, entity.name, norm, key, entity.label))
-            candidates.append((norm, entity.name))
-            ids[norm] = norm
-        return ids, rows, aliases
-
-    def _same_meaning(self, a: str, b: str) -> bool:
-        if self.embed_names is None or a.lower() == b.lower():
-            return True
-        vectors = self.embed_names([a, b])
-        return float(vectors[0] @ vectors[1]) >= SAME_MEANING
+    def resolve(self, norms: Sequence[str], extractions: Sequence[Extraction]) -> Resolution:
+        """norm -> entity id for every name; the entities to create; new aliases."""
+        return self.resolver.resolve(norms, extractions)

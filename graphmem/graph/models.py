@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from graphmem.knowledge.models import CitationState
 from graphmem.models import Hit, Model, RecallWarning
 
 
@@ -19,6 +20,10 @@ class EntityInfo(Model):
 
 class EntityList(Model):
     entities: list[EntityInfo]
+    pending: int = Field(
+        default=0,
+        description="live memories whose entities are not extracted yet, so not listed here",
+    )
 
 
 class MergeEntitiesReport(Model):
@@ -88,3 +93,43 @@ class MultiHopResult(Model):
     subgraph: dict[str, int] = Field(
         default_factory=dict, description="memories, entities and edges the walk looked at"
     )
+
+
+class MemoryEntity(Model):
+    id: str
+    name: str = Field(description="the entity's name")
+    label: str
+    mentioned_as: str = Field(description="the words this memory names it with")
+
+
+class MemoryFact(Model):
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    text: str
+    confidence: float
+
+
+class Neighbour(Model):
+    """A memory one edge away, or one entity away, and what links them."""
+
+    id: str
+    label: str = Field(description="its title, or the start of its content")
+    kind: str
+    lifecycle: str
+    relation: str = Field(
+        description="supersedes, superseded_by, merged_into, merged_from, avoids, avoided_by, "
+        "or mentions (both name `via`)"
+    )
+    via: str | None = Field(default=None, description="the entity both name, for mentions")
+
+
+class MemoryGraph(Model):
+    """What the graph holds around one memory: its citations, entities, facts and neighbours."""
+
+    memory_id: str
+    citations: list[CitationState] = Field(default_factory=list)
+    entities: list[MemoryEntity] = Field(default_factory=list)
+    facts: list[MemoryFact] = Field(default_factory=list)
+    neighbours: list[Neighbour] = Field(default_factory=list)

@@ -14,16 +14,21 @@ from graphmem.graph.models import (
     EntityInfo,
     EntityList,
     IndexReport,
+    MemoryEntity,
+    MemoryFact,
+    MemoryGraph,
     MergeEntitiesReport,
     MultiHopHit,
     MultiHopResult,
+    Neighbour,
 )
-from graphmem.models import validate_filter
+from graphmem.models import RecallWarning, validate_filter
 from graphmem.recall.config import get_recipe
 
 if TYPE_CHECKING:
     from graphmem.api import Filters
     from graphmem.graph.background import Extraction
+    from graphmem.knowledge.models import CitationState
     from graphmem.models import RecallResult
     from graphmem.settings import Settings
     from graphmem.storage.store import KuzuStore
@@ -31,6 +36,20 @@ if TYPE_CHECKING:
 INDEX_CURSOR_KEY = "index_triples:cursor"
 MAX_HOPS = 4
 POOL = 100  # hybrid-recall hits fused with the walk (the walk adds the memories it reaches)
+
+
+def backlog_warning(pending: int) -> RecallWarning:
+    return RecallWarning(
+        kind="backlog",
+        message=f"{pending} memories are not in the entity graph yet (extraction is pending), "
+        "so no walk reaches them: a running owner process works through them, or run "
+        "`graphmem index-triples` (the `index_triples` tool)",
+    )
+
+
+def _label(title: str | None, content: str) -> str:
+    text = title or content
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 class GraphOps:
@@ -42,6 +61,8 @@ class GraphOps:
 
         @property
         def embedder(self) -> Any: ...
+
+        def _citation_states(self, memory_id: str) -> list[CitationState]: ...
 
         def recall(
             self,
@@ -148,7 +169,8 @@ class GraphOps:
             entities=[
                 EntityInfo(id=i, name=n, label=lab, mentions=m, facts=f, aliases=a, chunks=c)
                 for i, n, lab, m, f, a, c in rows
-            ]
+            ],
+            pending=self.store.backlog()["extraction"],
         )
 
     def merge_entities(self, primary: str, duplicates: Sequence[str]) -> MergeEntitiesReport:
@@ -161,6 +183,52 @@ class GraphOps:
             primary=primary,
             merged=[d for d in dict.fromkeys(duplicates) if d != primary],
             edges_moved=moved,
+        )
+
+    def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph:
+        """What the graph holds around one memory: the files it cites (and whether they
+        changed), the entities it names, the facts it states, and up to `limit` neighbours:
+        its versions, merges and dead ends, then memories naming its rarest entities."""
+        check_limit(limit)
+        self.store.get_memory(memory_id)  # NotFound for an unknown id
+        entities = [
+            MemoryEntity(id=i, name=n, label=lab, mentioned_as=w)
+            for i, n, lab, w in self.store.memory_entities(memory_id)
+        ]
+        neighbours: dict[str, Neighbour] = {}
+        for relation, other, title, content, kind, lifecycle in self.store.linked_memories(
+            memory_id
+        ):
+            neighbours.setdefault(
+                other, Neighbour(id=other, label=_label(title, content), kind=kind,
+                                 lifecycle=lifecycle, relation=relation)
+            )  # fmt: skip
+        index = self.store.entity_index()
+        degrees = index.degrees(e.id for e in entities)
+        naming: dict[str, str] = {}  # another memory -> the rarest entity both name
+        wanted = 2 * max(limit - len(neighbours), 0)  # archived ones are left out below
+        for entity in sorted(entities, key=lambda e: (degrees.get(e.id, 0), e.name)):
+            for other in index.memories_of.get(entity.id, ())[: limit + 1]:
+                if other != memory_id and len(naming) < wanted:
+                    naming.setdefault(other, entity.name)
+        found = self.store.get_memories([m for m in naming if m not in neighbours])
+        for other, via in naming.items():
+            memory = found.get(other)
+            if memory is not None and memory.lifecycle in ("active", "canonical"):
+                neighbours.setdefault(
+                    other, Neighbour(id=other, label=_label(memory.title, memory.content),
+                                     kind=memory.kind, lifecycle=memory.lifecycle,
+                                     relation="mentions", via=via),
+                )  # fmt: skip
+        return MemoryGraph(
+            memory_id=memory_id,
+            citations=self._citation_states(memory_id),
+            entities=entities,
+            facts=[
+                MemoryFact(id=i, subject=s, predicate=p, object=o, text=t, confidence=c)
+                for i, s, p, o, t, c in self.store.memory_facts(memory_id)
+            ],
+            neighbours=list(neighbours.values())[:limit],
         )
 
     # -- multi-hop recall ---------------------------------------------------------------------
@@ -199,6 +267,9 @@ class GraphOps:
         # the answer hop's clues are fused below, with their paths: recall leaves them out
         plain = get_recipe(self.settings.recall_recipe).model_copy(update={"w_answer": 0.0})
         recalled = self.recall(query, limit=max(POOL, limit, seed_k), filters=filters, recipe=plain)
+        pending = self.store.backlog()["extraction"]
+        if pending:
+            recalled.warnings.append(backlog_warning(pending))
         if not recalled.hits:
             return MultiHopResult(query=query, warnings=recalled.warnings)
         seeds = {h.memory.id: h.score for h in recalled.hits[:seed_k]}

@@ -125,6 +125,14 @@ class Citation(Model):
     sha256: str | None = None
 
 
+class CitationState(Model):
+    """A file a memory cites, and whether it still reads as when it was cited or verified."""
+
+    path: str
+    section: str | None = None
+    status: Literal["current", "source_changed", "source_missing"]
+
+
 class DriftItem(Model):
     memory_id: str
     title: str | None

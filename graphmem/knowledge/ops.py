@@ -22,6 +22,7 @@ from graphmem.knowledge.models import (
     BANK_VIEWS,
     BankView,
     Citation,
+    CitationState,
     DeadEndRecord,
     DecisionRecord,
     DocumentVersion,
@@ -421,6 +422,22 @@ class KnowledgeOps:
                 before=before, min_importance=min_importance, limit=limit
             )
         )
+
+    def _citation_states(self, memory_id: str) -> list[CitationState]:
+        states = []
+        for _, _, path, recorded in self.store.citations(memory_id):
+            current = _sha256(self.project_root / path)
+            states.append(
+                CitationState(
+                    path=path,
+                    status="source_missing"
+                    if current is None
+                    else "current"
+                    if current == recorded
+                    else "source_changed",
+                )
+            )
+        return states
 
     def drift_scan(self) -> DriftReport:
         """Memories whose cited files are gone (source_missing) or changed (source_changed)."""

@@ -88,7 +88,7 @@ class CompactHit(CompactMemory):
 
 
 class CompactWarning(Model):
-    kind: Literal["dead_end", "degraded", "missing_vectors"]
+    kind: Literal["dead_end", "degraded", "missing_vectors", "backlog"]
     message: str
     id: str | _Unset = Field(default=None, description="the dead end's memory id")
 

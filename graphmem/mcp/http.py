@@ -58,6 +58,7 @@ __all__ = [
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
+CONSOLE_PATH = "/console"
 KEEP_ALIVE_TIMEOUT = 5
 """Seconds uvicorn keeps an idle keep-alive connection open."""
 SHUTDOWN_GRACE = 5
@@ -114,15 +115,21 @@ def _transport_security(host: str) -> TransportSecuritySettings | None:
     )
 
 
-def build_http_app(gm: GraphMemory, *, host: str = "127.0.0.1") -> Starlette:
-    """The ASGI app: the MCP streamable HTTP endpoint at /mcp and GET /health, behind the guards.
+def build_http_app(
+    gm: GraphMemory, *, host: str = "127.0.0.1", console_token: str | None = None
+) -> Starlette:
+    """The ASGI app: the MCP streamable HTTP endpoint at /mcp, GET /health and the console at
+    /console, behind the guards.
 
     `host` is the address the app will be served on; it decides the DNS-rebinding protection and
     whether /health shows the store path. Token, body limit and timeout come from `gm.settings`.
-    Guards, outermost first: bearer token (when set), body limit, request timeout.
+    Guards, outermost first: bearer token (when set; the console signs its users in with the
+    same token), body limit, request timeout. The console always needs a token: without one in
+    the settings it takes `console_token`, and is not served when that is None too.
     """
     settings = gm.settings
     token = _token_value(settings.http_token)
+    console_token = token or console_token
     server = build_server(gm)
     health: dict[str, Any] = {"status": "ok", "version": graphmem_version()}
     if token is None and is_loopback(host):
@@ -145,20 +152,27 @@ def build_http_app(gm: GraphMemory, *, host: str = "127.0.0.1") -> Starlette:
         max_request_body_size=settings.http_max_body_bytes,
         transport_security=_transport_security(host),
     )
+    if console_token is not None:
+        from graphmem.console import console_mount
+
+        app.routes.append(console_mount(gm, console_token))
     # add_middleware puts each new one outside the previous ones
     app.add_middleware(RequestTimeoutMiddleware, settings.http_request_timeout)
     app.add_middleware(BodyLimitMiddleware, settings.http_max_body_bytes)
     if token is not None:
         open_routes = [("GET", HEALTH_PATH), ("HEAD", HEALTH_PATH)]
-        app.add_middleware(BearerTokenMiddleware, token, open_routes=open_routes)
+        app.add_middleware(
+            BearerTokenMiddleware, token, open_routes=open_routes, own_auth=(CONSOLE_PATH,)
+        )
     return app
 
 
 def _listen_url(server: uvicorn.Server, host: str) -> str:
+    """http://host:port, the port the server really listens on."""
     port = server.servers[0].sockets[0].getsockname()[1] if server.servers else "?"
     bare = host.strip().removeprefix("[").removesuffix("]")
     netloc = f"[{bare}]" if ":" in bare else bare
-    return f"http://{netloc}:{port}{MCP_PATH}"
+    return f"http://{netloc}:{port}"
 
 
 def _describe_auth(host: str, token: str | None) -> str:
@@ -193,6 +207,8 @@ def make_http_server(
     log_level: str | None = None,
     allow_unauthenticated: bool = False,
     announce: Callable[[str], None] | None = None,
+    console_token: str | None = None,
+    on_started: Callable[[str], None] | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server for the app, not yet started: `.run()` blocks, `.should_exit` stops it.
 
@@ -200,12 +216,13 @@ def make_http_server(
     anything binds. With port 0 the OS picks a free port; once `.started` is true, read it from
     `server.servers[0].sockets[0].getsockname()[1]`. `log_level` is uvicorn's (default: the
     store's settings.log_level). `announce`, if given, receives one line once the server listens:
-    its URL and whether auth is on (never the token).
+    its URL and whether auth is on (never the token). `console_token` signs in to the console
+    when the settings have no `http_token` (see `build_http_app`).
     """
     check_bind_security(host, gm.settings.http_token, allow_unauthenticated)
     token = _token_value(gm.settings.http_token)
     config = uvicorn.Config(
-        build_http_app(gm, host=host),
+        build_http_app(gm, host=host, console_token=console_token),
         host=host,
         port=port,
         log_level=log_level or gm.settings.log_level,
@@ -217,11 +234,14 @@ def make_http_server(
     server: _Server
 
     def started() -> None:
+        base = _listen_url(server, host)
         if announce is not None:
+            console = f"console at {base}{CONSOLE_PATH}/; " if token or console_token else ""
             announce(
-                f"graphmem: serving MCP at {_listen_url(server, host)}; "
-                f"{_describe_auth(host, token)}"
+                f"graphmem: serving MCP at {base}{MCP_PATH}; {console}{_describe_auth(host, token)}"
             )
+        if on_started is not None:
+            on_started(base)
 
     server = _Server(config, started)
     return server
@@ -260,6 +280,7 @@ def serve_http(
     log_level: str | None = None,
     allow_unauthenticated: bool = False,
     announce: Callable[[str], None] | None = None,
+    console_token: str | None = None,
 ) -> None:
     """Serve `gm` over streamable HTTP until Ctrl-C or SIGTERM, then return (blocks).
 
@@ -278,6 +299,7 @@ def serve_http(
         log_level=log_level,
         allow_unauthenticated=allow_unauthenticated,
         announce=announce,
+        console_token=console_token,
     )
     with until_interrupted():
         server.run()

@@ -77,13 +77,21 @@ class BearerTokenMiddleware:
     )
 
     def __init__(
-        self, app: ASGIApp, token: str, *, open_routes: Iterable[tuple[str, str]] = ()
+        self,
+        app: ASGIApp,
+        token: str,
+        *,
+        open_routes: Iterable[tuple[str, str]] = (),
+        own_auth: tuple[str, ...] = (),
     ) -> None:
+        """`own_auth`: path prefixes whose app checks the token itself (the console, whose
+        browser sends a session cookie, not this header)."""
         if not token:
             raise ValueError("an empty bearer token would let anyone in")
         self.app = app
         self._digest = hashlib.sha256(token.encode("utf-8")).digest()
         self._open = frozenset(open_routes)
+        self._own_auth = own_auth
 
     def _authorized(self, scope: Scope) -> bool:
         presented = b""
@@ -100,7 +108,14 @@ class BearerTokenMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan" or (
-            kind == "http" and (scope["method"], scope["path"]) in self._open
+            kind == "http"
+            and (
+                (scope["method"], scope["path"]) in self._open
+                or any(
+                    scope["path"] == prefix or scope["path"].startswith(prefix + "/")
+                    for prefix in self._own_auth
+                )
+            )
         ):
             await self.app(scope, receive, send)
             return

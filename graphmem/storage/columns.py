@@ -103,6 +103,8 @@ class ScoringRow:
             wanted = getattr(filters, name)
             if wanted is not None and getattr(self, name) != wanted:
                 return False
+        if filters.layer is not None and self.layer != filters.layer:
+            return False
         if filters.as_of is not None:
             at = stored_time(filters.as_of)
             if self.created_at > at:

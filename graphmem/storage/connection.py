@@ -2,8 +2,8 @@
 
 Kùzu 0.11.3 allows one read-write Database per file (a second process gets "Could not set lock") and
 one write transaction per Database (a concurrent writer fails at once). So a store opens the file
-once, retries briefly when another process holds it, names that process when it gives up, and
-serialises every use of its connection behind one lock.
+once (graphmem.storage.opening: one process at a time, waiting briefly for another, naming it when
+it gives up) and serialises every use of its connection behind one lock.
 
 Kùzu 0.11.3 deadlocks when it checkpoints while another connection is reading: the checkpoint
 waits for the read's transaction, the read waits for the checkpoint, and after 5 s the checkpoint
@@ -14,13 +14,10 @@ ones back: when the log passes CHECKPOINT_WAL_BYTES, at a COPY's commit, for a b
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
-import sys
 import threading
-import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -31,20 +28,22 @@ from typing import Any, Self, TypeVar
 import kuzu
 import pyarrow as pa
 
-from graphmem.errors import InvalidInput, SchemaError, StorageError, StoreLocked
+from graphmem.errors import InvalidInput, SchemaError, StorageError
 from graphmem.models import CypherResult, DbStatus, MigrationInfo, utcnow
 from graphmem.schema import Migration, migrations
+from graphmem.storage.opening import DB_FILE as DB_FILE
+from graphmem.storage.opening import HOLDER_FILE as HOLDER_FILE
+from graphmem.storage.opening import MIN_BUFFER_POOL as MIN_BUFFER_POOL
+from graphmem.storage.opening import WAL_FILE as WAL_FILE
+from graphmem.storage.opening import WAL_SUFFIX as WAL_SUFFIX
+from graphmem.storage.opening import buffer_pool_bytes as buffer_pool_bytes
+from graphmem.storage.opening import open_database, release
 from graphmem.storage.values import jsonable, stored_params, type_key
 
-DB_FILE = "graph.kuzu"
-WAL_SUFFIX = ".wal"
-WAL_FILE = DB_FILE + WAL_SUFFIX
 READ_CONNECTIONS = 4  # reads run beside the one writer, each on its own connection
 ALL_CORES = os.cpu_count() or 1  # what a read may use (Kùzu's own default)
 _background = threading.local()  # reads of this thread run on one core (see `background`)
 CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024  # Kùzu's own default threshold
-MIN_BUFFER_POOL = 1 << 30
-HOLDER_FILE = "holder.json"
 CONTENT_STAMP = "content_stamp"  # _Meta key, changed by every write to memory text or vectors
 _T = TypeVar("_T")
 _TXN_CONTROL = re.compile(r"(^|;)\s*(BEGIN|COMMIT|ROLLBACK|CHECKPOINT)\b", re.IGNORECASE)
@@ -56,38 +55,23 @@ _AUTO_TXN_ONLY = re.compile(
 
 log = logging.getLogger("graphmem.storage")
 
-# Kùzu's file lock does not stop a second Database on the same file in the same process, which
-# would corrupt it; so this process keeps its own list.
-_OPEN_HERE: set[Path] = set()
-_OPEN_HERE_LOCK = threading.Lock()
 
-
-def buffer_pool_bytes(home: Path) -> int:
-    """Kùzu's page cache for this store: three times the database, at least 1 GiB; 0 (Kùzu's
-    default, 80% of the machine's memory) when that is as much. Kùzu sets up its frames for the
-    whole pool at every open: the default cost ~30 ms of each cold command on a 24 GiB machine."""
-    size = 0
-    for name in (DB_FILE, WAL_FILE):
-        with suppress(OSError):
-            size += (home / name).stat().st_size
-    try:
-        default = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.8)
-    except (ValueError, OSError):  # no such names here: leave it to Kùzu
-        return 0
-    wanted = max(MIN_BUFFER_POOL, 3 * size)
-    return 0 if wanted >= default else wanted
-
-
-def _is_lock_error(exc: Exception) -> bool:
-    return "Could not set lock" in str(exc)
+# a statement that writes (WRITES) and names one of these changes the entity graph the
+# multi-hop walk reads (storage/entity_index.py): mentions, facts, entities, versions, or a
+# memory deleted with its edges. Erring towards "changed" only costs a rebuild.
+ENTITY_GRAPH = re.compile(r"MENTIONS|SUPERSEDES|SUBJECT|OBJECT|:Entity\b|:Fact\b|DETACH DELETE")
+WRITES = re.compile(r"\b(CREATE|MERGE|DELETE|SET|COPY)\b")
 
 
 class KuzuConnection:
     """One data dir's database; every method is safe to call from several threads."""
 
-    def __init__(self, home: Path, db: kuzu.Database, conn: kuzu.Connection) -> None:
+    def __init__(
+        self, home: Path, db: kuzu.Database, conn: kuzu.Connection, open_lock: int
+    ) -> None:
         self.home = home
         self._db: kuzu.Database | None = db
+        self._open_lock = open_lock  # the fd holding opening.OPEN_LOCK, closed after the Database
         self._conn = conn
         self._lock = threading.RLock()
         self._in_txn = False
@@ -101,6 +85,10 @@ class KuzuConnection:
         self._reading = 0  # reads in flight on pooled connections
         self._readers_paused_by: int | None = None  # the thread holding new reads back
         self.write_generation = 0  # bumped by every write, so read caches know they are stale
+        # bumped by every commit that changed who mentions what, facts or versions (see
+        # ENTITY_GRAPH), so the in-process entity index knows it is stale
+        self.entity_generation = 0
+        self._entity_graph_changed = False
         self._content_changed = False
         self._stamp: str | None = None  # the committed content stamp, once read
         self._checkpoint_at_commit = False
@@ -112,79 +100,21 @@ class KuzuConnection:
     @classmethod
     def open(cls, home: Path, *, lock_timeout: float = 5.0) -> Self:
         home = Path(home)
-        try:
-            home.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create data dir {home}: {exc}", path=str(home)) from exc
-        key = home.resolve()
-        deadline = time.monotonic() + lock_timeout
-        delay = 0.05
-        while True:
-            try:
-                with _OPEN_HERE_LOCK:
-                    if key in _OPEN_HERE:
-                        raise RuntimeError("Could not set lock: already open in this process")
-                    db = kuzu.Database(
-                        str(home / DB_FILE),
-                        auto_checkpoint=False,
-                        buffer_pool_size=buffer_pool_bytes(home),
-                    )
-                    _OPEN_HERE.add(key)
-                break
-            except RuntimeError as exc:
-                if not _is_lock_error(exc):
-                    raise StorageError(f"cannot open store {home}: {exc}", path=str(home)) from exc
-                if time.monotonic() >= deadline:
-                    raise cls._locked_error(home) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
-        store = cls(home, db, kuzu.Connection(db))
-        store._write_holder()
-        return store
-
-    @staticmethod
-    def _locked_error(home: Path) -> StoreLocked:
-        holder: dict[str, Any] = {}
-        with suppress(OSError, ValueError):
-            holder = json.loads((home / HOLDER_FILE).read_text(encoding="utf-8"))
-        pid = holder.get("pid")
-        who = f"process {pid} ({holder.get('command', '?')})" if pid else "another process"
-        return StoreLocked(
-            f"store {home} is locked by {who}; stop it or wait for it to finish",
-            path=str(home),
-            pid=pid,
-            command=holder.get("command"),
-        )
-
-    def _write_holder(self) -> None:
-        info = {
-            "pid": os.getpid(),
-            "command": " ".join(sys.argv)[:300],
-            "since": utcnow().isoformat(),
-        }
-        with suppress(OSError):
-            (self.home / HOLDER_FILE).write_text(json.dumps(info), encoding="utf-8")
+        db, open_lock = open_database(home, lock_timeout)
+        return cls(home, db, kuzu.Connection(db), open_lock)
 
     def close(self) -> None:
         with self._lock:
             if self._db is None:
                 return
             self._before_close()
-            try:
-                holder = json.loads((self.home / HOLDER_FILE).read_text(encoding="utf-8"))
-                if holder.get("pid") == os.getpid():
-                    (self.home / HOLDER_FILE).unlink()
-            except (OSError, ValueError):
-                pass
             with self._readers_paused():  # wait for reads in flight
                 for conn in self._read_idle:
                     conn.close()
                 self._read_idle.clear()
                 self._conn.close()
-                self._db.close()
-                self._db = None
-                with _OPEN_HERE_LOCK:
-                    _OPEN_HERE.discard(self.home.resolve())
+                db, self._db = self._db, None
+                release(self.home, db, self._open_lock)  # only now may another process open it
 
     @property
     def closed(self) -> bool:
@@ -204,8 +134,11 @@ class KuzuConnection:
             if isinstance(result, list):
                 result = result[-1]
             rows = [list(row) for row in result.get_all()]
+            if ENTITY_GRAPH.search(query) and WRITES.search(query):
+                self._entity_graph_changed = True
             if not self._in_txn:
                 self._checkpoint_if_due()
+                self._bump_entity_generation()
             return rows
 
     def _run(self, conn: kuzu.Connection, query: str, params: dict[str, Any] | None) -> Any:
@@ -341,6 +274,7 @@ class KuzuConnection:
                 self._in_txn = False
                 self._txn_thread = None
                 self._content_changed = False
+                self._entity_graph_changed = False
                 self._checkpoint_at_commit = False
                 self._after_commit.clear()
                 # Kùzu may already have rolled back the failed statement's transaction
@@ -360,9 +294,15 @@ class KuzuConnection:
             else:
                 self.execute("COMMIT")
             self.write_generation += 1
+            self._bump_entity_generation()
             callbacks, self._after_commit = self._after_commit, []
             for callback in callbacks:
                 callback()
+
+    def _bump_entity_generation(self) -> None:
+        if self._entity_graph_changed:
+            self._entity_graph_changed = False
+            self.entity_generation += 1
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this thread's transaction commits (now, outside of one)."""

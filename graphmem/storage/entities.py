@@ -8,12 +8,14 @@ Entity and Fact tables carry no full-text index, so rows go in with one UNWIND p
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 from graphmem.errors import InvalidInput, NotFound
+from graphmem.storage.entity_index import EntityIndex
 from graphmem.storage.knowledge import KnowledgeRepository
 from graphmem.storage.pending import EXTRACT
 
@@ -63,37 +65,107 @@ def compact_key(norm: str) -> str:
     return "".join(ch for ch in norm if ch.isalnum())
 
 
+# memory-to-memory relations, and how each reads from either end
+_LINKS = (
+    ("SUPERSEDES", "supersedes", "superseded_by"),
+    ("MERGED_INTO", "merged_into", "merged_from"),
+    ("AVOIDS", "avoids", "avoided_by"),
+)
+
+
 class EntityRepository(KnowledgeRepository):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._entity_index: tuple[int, EntityIndex] | None = None
+        self._entity_index_lock = threading.Lock()
+
+    def entity_index(self) -> EntityIndex:
+        """The entity graph in process, read again once a commit changed it."""
+        with self._entity_index_lock:
+            generation = self.entity_generation
+            if self._entity_index is None or self._entity_index[0] != generation:
+                self._entity_index = (
+                    generation,
+                    EntityIndex(
+                        self.read_arrow(
+                            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id"
+                        ),
+                        self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name"),
+                        self.read_arrow(
+                            "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
+                            "RETURN s.id, f.predicate, o.id, f.id"
+                        ),
+                        self.read_arrow(
+                            "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id"
+                        ),
+                    ),
+                )
+            return self._entity_index[1]
+
+    def archived_among(self, memory_ids: Sequence[str]) -> set[str]:
+        """Those of the memories that are archived, from the in-process columns."""
+        with self._search_lock:
+            rows = self._memory_columns().values(memory_ids, ("id", "lifecycle"))
+        return {k for k, row in rows.items() if row["lifecycle"] == "archived"}
+
     # -- resolution ---------------------------------------------------------------------------
 
     def resolve_norms(self, norms: Sequence[str]) -> dict[str, str]:
-        """norm -> entity id, through merged aliases first, then the entity's own id."""
+        """norm -> entity id, through merged aliases first, then the entity's own id. Looked up
+        by primary key, one UNWIND row a name: `WHERE id IN $list` compares every row of the
+        table with every name (4.5 s for 40k names on 20k entities, against 0.1 s)."""
         wanted = list(dict.fromkeys(norms))
         if not wanted:
             return {}
         found = {
             norm: entity
             for norm, entity in self.read(
-                "MATCH (a:EntityAlias) WHERE a.norm IN $n RETURN a.norm, a.entity", {"n": wanted}
+                "UNWIND $n AS x MATCH (a:EntityAlias {norm: x}) RETURN a.norm, a.entity",
+                {"n": wanted},
             )
         }
         rest = [n for n in wanted if n not in found]
         if rest:
-            rows = self.read("MATCH (e:Entity) WHERE e.id IN $n RETURN e.id", {"n": rest})
+            rows = self.read("UNWIND $n AS x MATCH (e:Entity {id: x}) RETURN e.id", {"n": rest})
             found.update({r[0]: r[0] for r in rows})
         return found
 
-    def entities_by_key(self, keys: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
-        """key -> [(entity id, name)]: candidates for a new name that differs only in spelling."""
-        out: dict[str, list[tuple[str, str]]] = {}
+    def entities_by_key(self, keys: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+        """key -> [(entity id, name, label)]: candidates for a new name that differs only in
+        spelling."""
+        out: dict[str, list[tuple[str, str, str]]] = {}
         if not keys:
             return out
-        for key, entity, name in self.read(
-            "MATCH (e:Entity) WHERE e.key IN $k RETURN e.key, e.id, e.name",
+        for key, entity, name, label in self.read(
+            "MATCH (e:Entity) WHERE e.key IN $k RETURN e.key, e.id, e.name, e.label",
             {"k": list(dict.fromkeys(keys))},
         ):
-            out.setdefault(key, []).append((entity, name))
+            out.setdefault(key, []).append((entity, name, label))
         return out
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """entity id -> (name, label)."""
+        if not entity_ids:
+            return {}
+        return {
+            r[0]: (r[1], r[2])
+            for r in self.read(
+                "UNWIND $i AS x MATCH (e:Entity {id: x}) RETURN e.id, e.name, e.label",
+                {"i": list(dict.fromkeys(entity_ids))},
+            )
+        }
+
+    def people_by_prefix(self, prefixes: Sequence[str]) -> list[tuple[str, str, str]]:
+        """(id, norm, name) of one-word person entities whose norm starts with one of the
+        prefixes (all of one length): the candidates a short form of a first name may be."""
+        if not prefixes:
+            return []
+        rows = self.read_tuples(
+            "MATCH (e:Entity) WHERE e.label = 'person' AND NOT e.norm CONTAINS ' ' "
+            "AND substring(e.norm, 1, $size) IN $p RETURN e.id, e.norm, e.name",
+            {"p": list(dict.fromkeys(prefixes)), "size": len(prefixes[0])},
+        )
+        return [(str(i), str(norm), str(name)) for i, norm, name in rows]
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -298,6 +370,42 @@ class EntityRepository(KnowledgeRepository):
 
     # -- reads --------------------------------------------------------------------------------
 
+    def memory_entities(self, memory_id: str) -> list[tuple[str, str, str, str]]:
+        """(entity id, name, label, the words the memory used) of what a memory names."""
+        rows = self.read(
+            "MATCH (m:Memory {id: $id})-[r:MENTIONS]->(e:Entity) "
+            "RETURN e.id, e.name, e.label, r.name ORDER BY e.name",
+            {"id": memory_id},
+        )
+        return [tuple(r) for r in rows]
+
+    def memory_facts(self, memory_id: str) -> list[tuple[str, str, str, str, str, float]]:
+        """(id, subject, predicate, object, text, confidence) of the facts a memory states."""
+        rows = self.read(
+            "MATCH (f:Fact)-[x:EXTRACTED_FROM]->(m:Memory {id: $id}) "
+            "RETURN f.id, f.subject, f.predicate, f.object, f.text, x.confidence "
+            "ORDER BY f.subject, f.predicate",
+            {"id": memory_id},
+        )
+        return [tuple(r) for r in rows]
+
+    def linked_memories(self, memory_id: str) -> list[tuple[str, str, Any, str, str, str]]:
+        """(relation, id, title, content, kind, lifecycle) of the memories one edge away:
+        versions, merges and dead ends, each read from this memory's side."""
+        out: list[tuple[str, str, Any, str, str, str]] = []
+        for rel, forward, backward in _LINKS:
+            for pattern, relation in (
+                (f"(m:Memory {{id: $id}})-[:{rel}]->(o:Memory)", forward),
+                (f"(o:Memory)-[:{rel}]->(m:Memory {{id: $id}})", backward),
+            ):
+                rows = self.read(
+                    f"MATCH {pattern} RETURN o.id, o.title, o.content, o.kind, o.lifecycle "
+                    "ORDER BY o.created_at LIMIT 20",
+                    {"id": memory_id},
+                )
+                out.extend((relation, *row) for row in rows)
+        return out
+
     def list_entities(
         self, *, query: str | None, label: str | None, limit: int
     ) -> list[tuple[str, str, str, int, int, list[str], int]]:
@@ -346,33 +454,17 @@ class EntityRepository(KnowledgeRepository):
 
     def mentions_of(self, memory_ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """(memory id, entity id, entity name) for the memories."""
-        if not memory_ids:
-            return []
-        return self.read_tuples(
-            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN m.id, e.id, e.name",
-            {"ids": list(memory_ids)},
-        )
+        return self.entity_index().mentions_of(memory_ids)
 
     def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        if not entity_ids:
-            return {}
-        return {
-            entity_id: int(count)
-            for entity_id, count in self.read_tuples(
-                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids RETURN e.id, count(m)",
-                {"ids": list(entity_ids)},
-            )
-        }
+        """How many memories (archived ones too) name each entity."""
+        return self.entity_index().degrees(entity_ids)
 
     def memories_mentioning(self, entity_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(entity id, memory id) for live memories that mention the entities."""
-        if not entity_ids:
-            return []
-        return self.read_tuples(
-            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids "
-            "AND m.lifecycle <> 'archived' RETURN e.id, m.id",
-            {"ids": list(entity_ids)},
-        )
+        pairs = self.entity_index().memories_mentioning(entity_ids)
+        archived = self.archived_among([m for _, m in pairs]) if self.has_archived() else set()
+        return [(e, m) for e, m in pairs if m not in archived]
 
     def things_mentioned_with(
         self,
@@ -432,23 +524,8 @@ class EntityRepository(KnowledgeRepository):
 
     def facts_between(self, entity_ids: Sequence[str]) -> list[tuple[str, str, str, str]]:
         """(subject id, predicate, object id, fact id) for facts touching the entities."""
-        if not entity_ids:
-            return []
-        return self.read_tuples(
-            "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
-            "WHERE s.id IN $ids OR o.id IN $ids RETURN s.id, f.predicate, o.id, f.id",
-            {"ids": list(entity_ids)},
-        )
+        return self.entity_index().facts_between(entity_ids)
 
     def supersession_links(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(newer, older) SUPERSEDES pairs touching the memories."""
-        if not memory_ids:
-            return []
-        return [
-            (r[0], r[1])
-            for r in self.read(
-                "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) WHERE n.id IN $ids OR o.id IN $ids "
-                "RETURN n.id, o.id",
-                {"ids": list(memory_ids)},
-            )
-        ]
+        return self.entity_index().supersession_links(memory_ids)

@@ -131,14 +131,16 @@ class KnowledgeRepository(MemoryRepository):
             "RETURN n.id",
             {"id": memory_id},
         )
-        ids = [memory_id, *(r[0] for r in linked)]
-        rows = self.read(
-            "UNWIND $ids AS i MATCH (m:Memory {id: i}) "
-            "OPTIONAL MATCH (n:Memory)-[s:SUPERSEDES]->(m) "
-            f"RETURN {RETURN_MEMORY}, n.id, coalesce(s.at, m.valid_to), "
-            "coalesce(s.reason, m.lifecycle_reason)",
-            {"ids": ids},
-        )
+        rows = [  # a key lookup a version: UNWIND would join over the whole table
+            row
+            for version in dict.fromkeys([memory_id, *(r[0] for r in linked)])
+            for row in self.read(
+                "MATCH (m:Memory {id: $id}) OPTIONAL MATCH (n:Memory)-[s:SUPERSEDES]->(m) "
+                f"RETURN {RETURN_MEMORY}, n.id, coalesce(s.at, m.valid_to), "
+                "coalesce(s.reason, m.lifecycle_reason)",
+                {"id": version},
+            )
+        ]
         width = len(rows[0]) - 3 if rows else 0
         return [(row_to_memory(r[:width]), r[width], r[width + 1], r[width + 2]) for r in rows]
 
@@ -226,9 +228,10 @@ class KnowledgeRepository(MemoryRepository):
         self, memory_id: str | None = None
     ) -> list[tuple[str, str | None, str, str | None]]:
         """(memory id, title, path, sha256 recorded) for every citation, or one memory's."""
-        where = "WHERE m.id = $id" if memory_id else "WHERE m.lifecycle <> 'archived'"
+        match = "(m:Memory {id: $id})" if memory_id else "(m:Memory)"  # a key lookup, no scan
+        where = "" if memory_id else "WHERE m.lifecycle <> 'archived'"
         rows = self.read(
-            f"MATCH (m:Memory)-[c:CITES]->(d:Document) {where} "
+            f"MATCH {match}-[c:CITES]->(d:Document) {where} "
             "RETURN m.id, m.title, d.path, c.sha256_at_verify ORDER BY m.id, d.path",
             {"id": memory_id} if memory_id else {},
         )

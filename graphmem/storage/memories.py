@@ -89,6 +89,9 @@ def filter_clause(filters: MemoryFilter, params: dict[str, Any]) -> str:
         if value is not None:
             conditions.append(f"m.{field} = $f_{field}")
             params[f"f_{field}"] = value
+    if filters.layer is not None:  # a memory never moved is at the surface
+        conditions.append("coalesce(m.layer, 'surface') = $f_layer")
+        params["f_layer"] = filters.layer
     if filters.as_of is not None:
         # what was believed then: valid at that moment and already recorded
         conditions.append("(m.valid_from IS NULL OR m.valid_from <= $f_as_of)")
@@ -418,12 +421,15 @@ class MemoryRepository(VectorTables, PendingWork):
         if cursor:
             params["c_at"], params["c_id"] = _decode_cursor(cursor)
             where += " AND (m.created_at < $c_at OR (m.created_at = $c_at AND m.id < $c_id))"
+        # ids only: Kùzu sorts every matching row with all it returns (88 -> 13 ms at 100k);
+        # the memories come from the in-process columns
         rows = self.read(
-            f"MATCH (m:Memory) WHERE {where} RETURN {RETURN_MEMORY} "
+            f"MATCH (m:Memory) WHERE {where} RETURN m.id "
             "ORDER BY m.created_at DESC, m.id DESC LIMIT $limit",
             params,
         )
-        memories = [row_to_memory(r) for r in rows[:limit]]
+        found = self.get_memories([r[0] for r in rows[:limit]])
+        memories = [found[r[0]] for r in rows[:limit] if r[0] in found]
         more = len(rows) > limit
         return MemoryPage(
             memories=memories, next_cursor=_encode_cursor(memories[-1]) if more else None
@@ -534,6 +540,20 @@ class MemoryRepository(VectorTables, PendingWork):
             except OSError as exc:  # a cache: the store itself is fine without it
                 print(f"graphmem: search cache not saved: {exc}", file=sys.stderr)
 
+    def backlog(self) -> dict[str, int]:
+        """What background work has yet to do: live memories and document chunks waiting for
+        their entities and facts. Counted once per write (multi-hop asks on every query)."""
+        key = ("backlog", self.write_generation)
+        if self._memo.get("backlog", (None,))[0] != key:
+            memories = self.read(
+                "MATCH (m:Memory) WHERE m.lifecycle <> 'archived' AND m.extracted_by IS NULL "
+                "RETURN count(*)"
+            )
+            chunks = self.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)")
+            counts = {"extraction": int(memories[0][0]), "chunks": int(chunks[0][0])}
+            self._memo["backlog"] = (key, counts)
+        return dict(self._memo["backlog"][1])
+
     def stats(self, space: EmbeddingSpace) -> StoreStats:
         def counts(field: str) -> dict[str, int]:
             rows = self.read(f"MATCH (m:Memory) RETURN m.{field}, count(*)")
@@ -541,6 +561,9 @@ class MemoryRepository(VectorTables, PendingWork):
 
         by_type = counts("type")
         total = sum(by_type.values())
+        layers: dict[str, int] = {}
+        for layer, count in counts("layer").items():  # a memory never moved reads as surface
+            layers[layer or "surface"] = layers.get(layer or "surface", 0) + count
         vectors = self.vector_count(space)
         size = sum(p.stat().st_size for p in self.home.iterdir() if p.is_file())
         return StoreStats(
@@ -549,6 +572,8 @@ class MemoryRepository(VectorTables, PendingWork):
             by_kind=counts("kind"),
             by_context=counts("context"),
             by_lifecycle=counts("lifecycle"),
+            by_layer=layers,
+            backlog=self.backlog(),
             store_bytes=size,
             embedding_space=space.label,
             vectors=vectors,

@@ -12,14 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_store import open_as_cli
 from typer.testing import CliRunner, Result
 
+from graphmem.api import MemoryAPI
 from graphmem.cli.app import app
 from graphmem.cli.serve import DEMO_CONTEXT, DEMO_MEMORIES, DEMO_QUERIES
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.models import Memory
-from graphmem.service import GraphMemory, open_store
+from graphmem.service import open_store
 
 COMMANDS = [
     ["store"],
@@ -94,8 +96,8 @@ def invoke(cli_env: dict[str, str]) -> Callable[..., Result]:
     return _invoke
 
 
-def library(home: Path) -> GraphMemory:
-    return open_store(home, embedder=HashEmbedder())
+def library(home: Path) -> MemoryAPI:
+    return open_as_cli(home)
 
 
 # -- subprocess: what a user at a shell sees ----------------------------------------------------

@@ -75,3 +75,31 @@ def test_errors_are_one_line_with_their_exit_code(invoke: Callable[..., Result])
     bad = invoke("multihop", "x", "--max-hops", "9")
     assert bad.exit_code == 2 and "max_hops" in bad.stderr
     assert invoke("index-triples", "--limit", "0").exit_code == 2
+
+
+def test_commands_answering_from_the_graph_say_what_is_still_waiting_for_extraction(
+    invoke: Callable[..., Result], stored: list[str]
+) -> None:
+    assert as_json(invoke("stats", "--json"))["backlog"] == {"extraction": 4, "chunks": 0}
+    assert as_json(invoke("entities", "--json"))["pending"] == 4
+    assert "4 memories are not extracted yet" in invoke("entities").stdout
+    warnings = as_json(invoke("multihop", "what caused the index lock", "--json"))["warnings"]
+    assert [w["kind"] for w in warnings] == ["backlog"]
+    assert "index-triples" in warnings[0]["message"]
+    doctor = {c["check"]: c for c in as_json(invoke("doctor", "--json"))["checks"]}
+    assert doctor["backlog"]["ok"] and "no owner process" in doctor["backlog"]["detail"]
+
+    as_json(invoke("index-triples", "--json"))
+    assert as_json(invoke("stats", "--json"))["backlog"] == {"extraction": 0, "chunks": 0}
+    assert as_json(invoke("entities", "--json"))["pending"] == 0
+    assert as_json(invoke("multihop", "what caused the index lock", "--json"))["warnings"] == []
+
+
+def test_doctor_fails_a_backlog_the_owner_does_not_work_through() -> None:
+    from graphmem.cli.admin import _backlog_check
+
+    waiting = {"extraction": 40, "chunks": 2}
+    assert _backlog_check(waiting, {"extraction": 30, "chunks": 2}, owner=True)[0]
+    stuck, detail = _backlog_check(waiting, dict(waiting), owner=True)
+    assert not stuck and "none was done" in detail
+    assert _backlog_check({"extraction": 0, "chunks": 0}, None, owner=True)[0]

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_store import open_as_cli
 from typer.testing import CliRunner, Result
 
+from graphmem.api import MemoryAPI
 from graphmem.cli.app import app
-from graphmem.embeddings.hashing import HashEmbedder
-from graphmem.service import GraphMemory, open_store
 
 NEW_COMMANDS = [
     ["outdated"], ["merge"], ["decision"], ["dead-end"], ["incident"], ["runbook"],
@@ -100,8 +100,8 @@ def one_line_error(result: Result, code: int, *words: str) -> str:
     return lines[0]
 
 
-def library(home: Path) -> GraphMemory:
-    return open_store(home, embedder=HashEmbedder())
+def library(home: Path) -> MemoryAPI:
+    return open_as_cli(home)
 
 
 def total(home: Path) -> int:

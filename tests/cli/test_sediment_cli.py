@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_store import open_as_cli
 from typer.testing import CliRunner, Result
 
 from graphmem.cli.app import app
@@ -55,7 +56,7 @@ def as_json(result: Result) -> Any:
 
 def layer(home: Path, memory_id: str) -> str | None:
     """Read without `get`, which would count as a use."""
-    with open_store(home, embedder=HashEmbedder()) as gm:
+    with open_as_cli(home) as gm:
         rows = gm.cypher("MATCH (m:Memory {id: $id}) RETURN m.layer", {"id": memory_id}).rows
     return rows[0][0]  # type: ignore[no-any-return]
 

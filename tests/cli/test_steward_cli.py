@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_store import open_as_cli
 from typer.testing import CliRunner, Result
 
 from graphmem.cli.app import app
@@ -57,7 +58,7 @@ def as_json(result: Result) -> Any:
 
 def lifecycle(home: Path, memory_id: str) -> str:
     """Read without `get`, which would count as a use (and a used memory is never swept)."""
-    with open_store(home, embedder=HashEmbedder()) as gm:
+    with open_as_cli(home) as gm:
         rows = gm.cypher("MATCH (m:Memory {id: $id}) RETURN m.lifecycle", {"id": memory_id}).rows
     return str(rows[0][0])
 
@@ -229,7 +230,7 @@ def test_recount_reports_what_points_at_each_memory(
     assert f"  {dead_end}  1" in shown.stdout
     report = as_json(invoke("steward", "recount", "--json"))
     assert (report["memories"], report["top"]) == (2, [{"id": dead_end, "references": 1}])
-    with open_store(home, embedder=HashEmbedder()) as gm:
+    with open_as_cli(home) as gm:
         rows = gm.cypher("MATCH (m:Memory {id: $id}) RETURN m.reference_count", {"id": dead_end})
     assert rows.rows == [[1]]
 

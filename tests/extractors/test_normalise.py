@@ -81,3 +81,33 @@ def test_names_are_not_mangled_into_singulars() -> None:
 def test_nothing_left_is_an_empty_key() -> None:
     assert normalise(' "" ') == ""
     assert normalise("the") == "the"
+
+
+@pytest.mark.parametrize(
+    ("name", "norm"),
+    [
+        ("the GitHub repo", "github repository"),
+        ("GitHub repositories", "github repository"),
+        ("a Rails app", "rails application"),
+        ("the db", "database"),
+        ("k8s", "kubernetes"),
+        ("app-config", "app-config"),  # a word inside an identifier is left alone
+    ],
+)
+def test_short_forms_of_engineering_words_share_a_key_with_the_long_form(
+    name: str, norm: str
+) -> None:
+    assert normalise(name) == norm
+
+
+@pytest.mark.parametrize(
+    ("name", "norm"),
+    [("Elasticsearch indices", "elasticsearch index"), ("vertices", "vertex")],
+)
+def test_latin_plurals_are_singularised(name: str, norm: str) -> None:
+    assert normalise(name) == norm
+
+
+def test_quotes_left_inside_a_name_by_markup_are_dropped() -> None:
+    assert normalise('Site Manager" permission') == "site manager permission"
+    assert normalise("govuk-infrastructure` repo") == "govuk-infrastructure repository"

@@ -258,3 +258,40 @@ def test_chat_greetings_and_the_speakers_colon_name_nothing(
     model_extractor: SpacyExtractor,
 ) -> None:
     assert_chat_turns_name_people_not_greetings(model_extractor)
+
+
+def test_a_possessive_names_its_owner_and_the_owned_thing_apart(
+    model_extractor: SpacyExtractor,
+) -> None:
+    [x] = model_extractor.extract(["sqlc's prepared statements fail behind pgbouncer."])
+
+    assert {"sqlc", "prepared statement"} <= set(labels(x))
+    assert not [norm for norm in labels(x) if "'s" in norm]
+    assert ("sqlc", "has", "prepared statement") in triples(x)
+    assert_well_formed(x)
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Gina: That is really great Jon! Keep going.",
+        "Gina: Absolutely Jon, keep going.",
+        "Joanna: Sure thing Jon! I will send it.",
+        "Joanna: Yo Jon, been a wild week!",
+    ],
+)
+def test_a_greeting_or_adjective_before_a_name_is_not_part_of_it(
+    model_extractor: SpacyExtractor, turn: str
+) -> None:
+    [x] = model_extractor.extract([turn])
+
+    assert "jon" in labels(x)
+    assert not [norm for norm in labels(x) if norm.endswith(" jon")]
+
+
+def test_a_capitalised_adjective_inside_a_sentence_stays_in_the_name(
+    model_extractor: SpacyExtractor,
+) -> None:
+    [x] = model_extractor.extract(["The ferry crossed the Irish Sea at night."])
+
+    assert "irish sea" in labels(x)

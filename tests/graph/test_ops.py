@@ -59,6 +59,17 @@ def test_writes_are_extracted_in_the_background(live: GraphMemory) -> None:
     assert live.store.pending_extraction_ids() == []
 
 
+def test_memories_written_inside_a_transaction_are_extracted_once_it_commits(
+    live: GraphMemory,
+) -> None:
+    live.close_session(
+        "Checkout work.\n- We decided to run checkout-service on Redis 7", dry_run=False
+    )
+    assert live.wait_for_extraction(timeout=60)
+    assert live.store.pending_extraction_ids() == []  # the session's summary too
+    assert live.stats().backlog == {"extraction": 0, "chunks": 0}
+
+
 def test_a_one_shot_store_leaves_memories_pending_and_the_backfill_catches_up(
     oneshot: GraphMemory,
 ) -> None:
@@ -257,3 +268,31 @@ def test_the_people_who_speak_are_not_the_person_a_question_asks_for(
 
     # Caroline is named beside Melanie too, but she is the one Melanie talks to
     assert set(clues) == {stored[1].id}
+
+
+def test_memory_graph_shows_a_memorys_citations_entities_facts_and_neighbours(
+    oneshot: GraphMemory, tmp_path: Path
+) -> None:
+    gm = oneshot
+    old = gm.remember("The checkout-service keeps carts in Redis")
+    new = gm.remember("The checkout-service keeps carts in Valkey since the migration")
+    other = gm.remember("The checkout-service pages the payments team on errors")
+    gone = gm.remember("The checkout-service once ran on a single VM")
+    gm.index_triples()
+    gm.mark_outdated(old.id, reason="moved to Valkey", superseded_by=new.id)
+    gm.store.set_fields(gone.id, {"lifecycle": "archived"})
+    (gm.settings.home.parent / "cart.md").write_text("# Carts\n", encoding="utf-8")
+    gm.cite_source(new.id, "cart.md")
+
+    graph = gm.memory_graph(new.id)
+    assert [(c.path, c.status) for c in graph.citations] == [("cart.md", "current")]
+    assert "checkout-service" in {e.id for e in graph.entities}
+    relations = {n.id: (n.relation, n.via) for n in graph.neighbours}
+    assert relations[old.id] == ("supersedes", None)
+    assert relations[other.id] == ("mentions", "checkout-service")
+    assert gone.id not in relations  # archived: not a neighbour
+
+    (gm.settings.home.parent / "cart.md").write_text("# Carts, changed\n", encoding="utf-8")
+    assert gm.memory_graph(new.id).citations[0].status == "source_changed"
+    with pytest.raises(NotFound):
+        gm.memory_graph("01NOSUCHMEMORY")

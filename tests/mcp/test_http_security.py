@@ -43,6 +43,7 @@ from graphmem.mcp.http import (
 from graphmem.mcp.http_guards import is_loopback
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
+from tests.http_serving import running
 
 pytestmark = pytest.mark.anyio
 
@@ -89,20 +90,8 @@ def serving(gm: GraphMemory, *, app_host: str | None = None) -> Iterator[str]:
         server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
         )
-    thread = threading.Thread(target=server.run, name="graphmem-http-security", daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive(), "the HTTP server stopped during start-up"
-            assert time.monotonic() < deadline, "the HTTP server did not start within 20 s"
-            time.sleep(0.05)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(20)
-        assert not thread.is_alive(), "the HTTP server did not stop within 20 s"
+    with running(server) as base:
+        yield base
 
 
 @pytest.fixture

@@ -49,6 +49,15 @@ def test_the_layer_is_never_a_filter(gm: GraphMemory) -> None:
     assert found == set(ids)
 
 
+def test_a_layer_asked_for_filters_recall_and_list(gm: GraphMemory) -> None:
+    ids = [gm.remember(f"The build cache lives in bucket number {n}").id for n in range(3)]
+    gm.store.set_layers([(ids[1], "semantic", utcnow(), "up")])
+    for layer, expected in (("semantic", {ids[1]}), ("surface", {ids[0], ids[2]})):
+        found = gm.recall("build cache bucket", limit=10, filters={"layer": layer}).hits
+        assert {h.memory.id for h in found} == expected, layer
+        assert {m.id for m in gm.list({"layer": layer}).memories} == expected, layer
+
+
 def test_among_equals_the_deeper_layer_comes_first_by_its_weight(gm: GraphMemory) -> None:
     surface = gm.remember("The API gateway times out after 30 seconds").id
     deep = gm.remember("The API gateway times out after 30 seconds.").id

@@ -84,3 +84,34 @@ def test_merge_refuses_unknown_entities_and_an_empty_duplicate_list(gm: GraphMem
         gm.store.merge_entities("api", ["nope"])
     with pytest.raises(InvalidInput):
         gm.store.merge_entities("api", ["api"])
+
+
+def test_the_walks_index_follows_every_change_of_the_entity_graph(gm: GraphMemory) -> None:
+    a = gm.remember("checkout uses redis")
+    b = gm.remember("the cart uses redis too")
+    _write(gm, a.id, ["checkout", "redis"], [("checkout", "uses", "redis")])
+    assert gm.store.memories_mentioning(["redis"]) == [("redis", a.id)]  # index read now
+
+    _write(gm, b.id, ["cart", "redis"], [("cart", "uses", "redis")])  # a later extraction
+    assert sorted(gm.store.memories_mentioning(["redis"])) == sorted(
+        [("redis", a.id), ("redis", b.id)]
+    )
+    assert {f[0] for f in gm.store.facts_between(["redis"])} == {"checkout", "cart"}
+
+    gm.merge_entities("checkout", ["cart"])
+    assert gm.store.entity_degrees(["checkout", "cart"]) == {"checkout": 2}
+
+    newer = gm.remember("checkout uses valkey now")
+    gm.mark_outdated(a.id, reason="moved to valkey", superseded_by=newer.id)
+    assert gm.store.supersession_links([a.id]) == [(newer.id, a.id)]
+
+    gm.store.set_fields(b.id, {"lifecycle": "archived"})  # the walk passes live memories only
+    assert gm.store.memories_mentioning(["redis"]) == [("redis", a.id)]
+    gm.delete(a.id)
+    assert gm.store.memories_mentioning(["redis"]) == []
+    assert gm.store.mentions_of([a.id]) == []
+
+    with pytest.raises(RuntimeError), gm.store.transaction():  # rolled back: nothing changes
+        _write(gm, newer.id, ["valkey"], [])
+        raise RuntimeError("abandoned")
+    assert gm.store.mentions_of([newer.id]) == []

@@ -1,0 +1,354 @@
+"""The console: server-rendered pages over the MemoryAPI, mounted at /console of the HTTP app.
+
+Every page is a plain GET rendered by Jinja2 with autoescape on; every change is a POST form
+carrying the session's CSRF token. No script is served at all, and the Content-Security-Policy
+says so: whatever text an agent stored is shown as text, never run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any, get_args
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from graphmem.console import drawing
+from graphmem.console.auth import (
+    COOKIE,
+    SESSION_SECONDS,
+    ConsoleAuth,
+    Session,
+    csrf_matches,
+    same_origin,
+)
+from graphmem.errors import GraphmemError, InvalidInput, NotFound
+from graphmem.models import Lifecycle, MemoryKind, MemoryType
+from graphmem.recall.config import RECIPES
+from graphmem.steward.models import LAYERS
+
+if TYPE_CHECKING:
+    from graphmem.api import MemoryAPI
+
+PREFIX = "/console"
+CSP = (
+    "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
+Page = Callable[[Request, Session], Response]
+
+
+def href(kind: str, value: str = "", **query: Any) -> str:
+    """A console URL; ids and paths are quoted whole, so no stored text can become a scheme."""
+    path = f"{PREFIX}/{kind}" + (f"/{quote(value, safe='')}" if value else "")
+    args = {k: v for k, v in query.items() if v not in (None, "")}
+    return path + ("?" + urlencode(args) if args else "")
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("graphmem.console", "templates"),
+        autoescape=select_autoescape(["html"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["href"] = href
+    env.filters["when"] = lambda v: v.strftime("%Y-%m-%d %H:%M") if isinstance(v, datetime) else ""
+    env.filters["short"] = drawing.short
+    return env
+
+
+class Console:
+    """The pages of one store's console, behind one token."""
+
+    def __init__(self, gm: MemoryAPI, token: str) -> None:
+        self.gm = gm
+        self.auth = ConsoleAuth(token)
+        self.env = _environment()
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def render(
+        self,
+        request: Request,
+        template: str,
+        session: Session | None,
+        status: int = 200,
+        **values: Any,
+    ) -> HTMLResponse:
+        html = self.env.get_template(template).render(
+            session=session, here=request.url.path, **values
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def page(self, handler: Page) -> Callable[[Request], Response]:
+        """A page for a signed-in browser; anyone else is sent to the login form (401 for a
+        request that is not a page load)."""
+
+        def endpoint(request: Request) -> Response:
+            session = self.auth.session_of(request)
+            if session is None:
+                if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
+                    asked = request.url.path + (
+                        f"?{request.url.query}" if request.url.query else ""
+                    )
+                    target = href("login", next=asked)
+                    return RedirectResponse(target, 303)
+                return Response("sign in first", 401)
+            if request.method == "POST" and not same_origin(request):
+                return Response("cross-site request refused", 403)
+            try:
+                return handler(request, session)
+            except NotFound as exc:
+                return self.render(request, "error.html", session, 404, message=str(exc))
+            except GraphmemError as exc:
+                return self.render(request, "error.html", session, 400, message=str(exc))
+
+        return endpoint
+
+    async def _form(self, request: Request) -> dict[str, str]:
+        form = await request.form()
+        return {k: v for k, v in form.items() if isinstance(v, str)}
+
+    # -- login ---------------------------------------------------------------------------------
+
+    def login_form(self, request: Request) -> Response:
+        return self.render(
+            request, "login.html", None, next=_local(request.query_params.get("next"))
+        )
+
+    async def login(self, request: Request) -> Response:
+        if not same_origin(request):
+            return Response("cross-site request refused", 403)
+        form = await self._form(request)
+        target = _local(form.get("next"))
+        if not self.auth.token_matches(form.get("token", "")):
+            return self.render(
+                request, "login.html", None, 401, next=target, error="That token is not right."
+            )
+        session = self.auth.open_session()
+        response = RedirectResponse(target, 303)
+        response.set_cookie(
+            COOKIE, session.id, max_age=SESSION_SECONDS, path=PREFIX, httponly=True,
+            samesite="strict", secure=request.url.scheme == "https",
+        )  # fmt: skip
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        session = self.auth.session_of(request)
+        form = await self._form(request)
+        if session is not None and same_origin(request) and csrf_matches(session, form.get("csrf")):
+            self.auth.close(session)
+        response = RedirectResponse(href("login"), 303)
+        response.delete_cookie(COOKIE, path=PREFIX)
+        return response
+
+    # -- pages ---------------------------------------------------------------------------------
+
+    def search(self, request: Request, session: Session) -> Response:
+        args = request.query_params
+        query = args.get("q", "").strip()
+        chosen = {name: args.get(name, "").strip() for name in FILTERS}
+        scope = args.get("scope", "memories")
+        recipe = args.get("recipe", "") or None
+        compare = args.get("compare", "") or None
+        columns: list[dict[str, Any]] = []
+        if query:
+            for name in [recipe, compare] if compare else [recipe]:
+                columns.append(self._recall(query, chosen, scope, name))
+        return self.render(
+            request, "search.html", session, query=query, chosen=chosen, scope=scope,
+            recipe=recipe or "", compare=compare or "", columns=columns,
+            recipes=sorted(RECIPES), choices=_choices(),
+        )  # fmt: skip
+
+    def _recall(
+        self, query: str, chosen: Mapping[str, str], scope: str, recipe: str | None
+    ) -> dict[str, Any]:
+        filters: dict[str, Any] = {k: v for k, v in chosen.items() if v and k != "tags"}
+        if chosen.get("tags"):
+            filters["tags"] = [t.strip() for t in chosen["tags"].split(",") if t.strip()]
+        result = self.gm.recall(
+            query, limit=10, filters=filters, explain=True, recipe=recipe,
+            scope=scope,  # type: ignore[arg-type]
+        )  # fmt: skip
+        hits = result.hits
+        scale = 220 / drawing.largest_contribution([h.explain for h in hits])
+        return {
+            "recipe": recipe or "default",
+            "hits": [(h, drawing.bars(h.explain, scale)) for h in hits],
+            "sections": result.sections,
+            "warnings": result.warnings,
+        }
+
+    def memory(self, request: Request, session: Session) -> Response:
+        memory_id = request.path_params["memory_id"]
+        memory = self.gm.get(memory_id)
+        graph = self.gm.memory_graph(memory_id)
+        timeline = self.gm.knowledge_timeline(memory_id=memory_id)
+        label = memory.title or memory.content
+        link = lambda i: href("memory", i)  # noqa: E731
+        return self.render(
+            request, "memory.html", session, memory=memory, graph=graph, timeline=timeline,
+            drawn_neighbourhood=drawing.neighbourhood(graph, label, link),
+            versions=drawing.versions(timeline.entries, memory.id, link)
+            if len(timeline.entries) > 1 else None,
+        )  # fmt: skip
+
+    def multihop(self, request: Request, session: Session) -> Response:
+        query = request.query_params.get("q", "").strip()
+        result = self.gm.recall_multihop(query) if query else None
+        hits = [(h, drawing.path(h.path)) for h in result.hits] if result else []
+        return self.render(request, "multihop.html", session, query=query, result=result, hits=hits)
+
+    def inbox(self, request: Request, session: Session) -> Response:
+        return self.render(
+            request, "inbox.html", session,
+            review=self.gm.review_session_changes(status="pending", limit=50),
+            findings=self.gm.steward_inbox(status="pending", limit=50),
+            done=request.query_params.get("done", ""),
+        )  # fmt: skip
+
+    async def resolve(self, request: Request) -> Response:
+        form = await self._form(request)  # read here: the page itself runs in a worker thread
+        endpoint = self.page(lambda request, session: self._resolve(request, session, form))
+        return await run_in_threadpool(endpoint, request)
+
+    def _resolve(self, request: Request, session: Session, form: Mapping[str, str]) -> Response:
+        if not csrf_matches(session, form.get("csrf")):
+            return Response("missing or wrong CSRF token", 403)
+        kind, item = request.path_params["kind"], request.path_params["item"]
+        decision, note = form.get("decision", ""), form.get("note") or None
+        if decision not in ("accept", "reject", "defer"):
+            raise InvalidInput("decision must be accept, reject or defer", decision=decision)
+        if kind == "review":
+            self.gm.resolve_review_item(item, decision, note, actor="console")
+        elif kind == "finding":
+            if decision != "defer":  # a deferred finding simply stays in the inbox
+                action = "apply" if decision == "accept" else "dismiss"
+                self.gm.steward_inbox_resolve(item, action, note)
+        else:
+            raise NotFound(f"no inbox of {kind!r}")
+        return RedirectResponse(href("inbox", done=f"{decision} {item}"), 303)
+
+    def documents(self, request: Request, session: Session) -> Response:
+        rows = self.gm.cypher(
+            "MATCH (d:Document) OPTIONAL MATCH (d)-[:HAS_SECTION]->(s:Section) "
+            "RETURN d.path, d.title, d.source_type, count(s) ORDER BY d.path LIMIT 2000"
+        ).rows
+        tree: dict[str, list[list[Any]]] = {}
+        for row in rows:
+            folder = row[0].rsplit("/", 1)[0] if "/" in row[0] else "."
+            tree.setdefault(folder, []).append(row)
+        return self.render(request, "documents.html", session, tree=tree, count=len(rows))
+
+    def document(self, request: Request, session: Session) -> Response:
+        path = request.query_params.get("path", "")
+        found = self.gm.cypher(
+            "MATCH (d:Document {path: $p}) RETURN d.title, d.source_type, d.indexed_at", {"p": path}
+        ).rows
+        if not found:
+            raise NotFound(f"no indexed document {path!r}", path=path)
+        sections = self.gm.cypher(
+            "MATCH (d:Document {path: $p})-[:HAS_SECTION]->(s:Section) RETURN s.section_key, "
+            "s.title, s.level, s.start_line, s.end_line ORDER BY s.ord",
+            {"p": path},
+        ).rows
+        cited = self.gm.cypher(
+            "MATCH (m:Memory)-[c:CITES]->(d:Document {path: $p}) "
+            "RETURN m.id, m.title, m.content, m.lifecycle, c.section ORDER BY m.created_at",
+            {"p": path},
+        ).rows
+        return self.render(
+            request, "document.html", session, path=path, doc=found[0], sections=sections,
+            cited=cited,
+        )  # fmt: skip
+
+    def stats(self, request: Request, session: Session) -> Response:
+        stats = self.gm.stats()
+        recent = self.gm.list(limit=10).memories
+        steward = self.gm.steward_status()
+        return self.render(
+            request, "stats.html", session, stats=stats, recent=recent, steward=steward
+        )
+
+    def home(self, request: Request, session: Session) -> Response:
+        return RedirectResponse(href("search"), 303)
+
+
+class SecurityHeaders:
+    """The same headers on every console response, pages, redirects, errors and assets."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
+
+
+def _local(target: str | None) -> str:
+    """Where to go after login: a console path only, never another site."""
+    if target and target.startswith(PREFIX + "/") and not target.startswith("//"):
+        return target
+    return href("search")
+
+
+def _choices() -> dict[str, tuple[str, ...]]:
+    return {
+        "type": get_args(MemoryType),
+        "kind": get_args(MemoryKind),
+        "lifecycle": get_args(Lifecycle),
+        "layer": LAYERS,
+        "scope": ("memories", "docs", "all"),
+    }
+
+
+def build_console(gm: MemoryAPI, token: str) -> Starlette:
+    """The console's ASGI app; mount it at PREFIX."""
+    console = Console(gm, token)
+    page = console.page
+    static = StaticFiles(directory=str(files("graphmem.console") / "static"))
+    routes = [
+        Route("/", page(console.home)),
+        Route("/login", console.login_form, methods=["GET"]),
+        Route("/login", console.login, methods=["POST"]),
+        Route("/logout", console.logout, methods=["POST"]),
+        Route("/search", page(console.search)),
+        Route("/memory/{memory_id}", page(console.memory)),
+        Route("/multihop", page(console.multihop)),
+        Route("/inbox", page(console.inbox)),
+        Route("/inbox/{kind}/{item}", console.resolve, methods=["POST"]),
+        Route("/documents", page(console.documents)),
+        Route("/document", page(console.document)),
+        Route("/stats", page(console.stats)),
+        Mount("/static", static, name="static"),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)])
+
+
+def console_mount(gm: MemoryAPI, token: str) -> Mount:
+    return Mount(PREFIX, app=build_console(gm, token))

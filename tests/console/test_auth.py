@@ -1,0 +1,144 @@
+"""Who gets in: nobody without the token, no page from another site, no change without the
+session's CSRF token, and no console open to the network without a token."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from tests.console.conftest import TOKEN, Seeded
+
+PAGES = ["/", "/search?q=deploy", "/memory/{id}", "/multihop?q=deploy", "/inbox", "/documents",
+         "/document?path=docs/deploy.md", "/stats"]  # fmt: skip
+
+
+def signed_in(console: str) -> httpx.Client:
+    client = httpx.Client(base_url=console, follow_redirects=False, timeout=30)
+    response = client.post("/login", data={"token": TOKEN, "next": "/console/search"})
+    assert response.status_code == 303
+    return client
+
+
+def csrf(client: httpx.Client) -> str:
+    page = client.get("/inbox").text
+    return page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+
+
+def test_without_a_session_every_page_redirects_to_login_or_is_401(
+    console: str, seeded: Seeded
+) -> None:
+    with httpx.Client(base_url=console, follow_redirects=False, timeout=30) as client:
+        for page in PAGES:
+            url = page.format(id=seeded.new)
+            browser = client.get(url, headers={"accept": "text/html"})
+            assert browser.status_code == 303, url
+            assert browser.headers["location"].startswith("/console/login")
+            assert browser.headers["location"].endswith(quote(url, safe=""))  # back there after
+            assert client.get(url, headers={"accept": "application/json"}).status_code == 401
+        posted = client.post(f"/inbox/finding/{seeded.finding}", data={"decision": "accept"})
+        assert posted.status_code == 401
+        assert client.get("/static/console.css").status_code == 200  # no data in it
+
+
+def test_a_wrong_token_is_refused_and_the_right_one_sets_a_strict_cookie(console: str) -> None:
+    with httpx.Client(base_url=console, follow_redirects=False, timeout=30) as client:
+        wrong = client.post("/login", data={"token": "guess", "next": "/console/stats"})
+        assert wrong.status_code == 401 and "not right" in wrong.text
+        assert "set-cookie" not in wrong.headers
+
+        right = client.post("/login", data={"token": TOKEN, "next": "/console/stats"})
+        assert (right.status_code, right.headers["location"]) == (303, "/console/stats")
+        cookie = right.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "path=/console" in cookie
+        assert TOKEN not in right.headers["location"] and TOKEN not in cookie
+        assert client.get("/stats").status_code == 200
+
+
+def test_login_never_sends_the_browser_to_another_site(console: str) -> None:
+    with httpx.Client(base_url=console, follow_redirects=False, timeout=30) as client:
+        for target in ("https://evil.example/", "//evil.example/x", "/mcp"):
+            response = client.post("/login", data={"token": TOKEN, "next": target})
+            assert response.headers["location"] == "/console/search", target
+
+
+def test_a_cross_site_form_post_is_refused(console: str, seeded: Seeded) -> None:
+    client = signed_in(console)
+    token = csrf(client)
+    for headers in ({"origin": "http://evil.example"}, {"sec-fetch-site": "cross-site"}):
+        response = client.post(
+            f"/inbox/finding/{seeded.finding}",
+            data={"csrf": token, "decision": "accept"}, headers=headers,
+        )  # fmt: skip
+        assert response.status_code == 403
+        login = client.post("/login", data={"token": TOKEN}, headers=headers)
+        assert login.status_code == 403
+    assert seeded.gm.steward_inbox().pending == 1  # nothing was applied
+
+
+def test_a_change_needs_the_sessions_csrf_token(console: str, seeded: Seeded) -> None:
+    client = signed_in(console)
+    url = f"/inbox/finding/{seeded.finding}"
+    assert client.post(url, data={"decision": "accept"}).status_code == 403
+    assert client.post(url, data={"decision": "accept", "csrf": "forged"}).status_code == 403
+    assert seeded.gm.steward_inbox().pending == 1
+
+    done = client.post(url, data={"decision": "accept", "csrf": csrf(client)})
+    assert done.status_code == 303
+    assert seeded.gm.steward_inbox().pending == 0
+
+
+def test_signing_out_ends_the_session(console: str) -> None:
+    client = signed_in(console)
+    assert client.post("/logout", data={"csrf": csrf(client)}).status_code == 303
+    assert client.get("/stats", headers={"accept": "text/html"}).status_code == 303
+
+
+def test_every_response_forbids_script_and_framing(console: str, seeded: Seeded) -> None:
+    client = signed_in(console)
+    for page in [*PAGES, "/login", "/static/console.css", "/memory/no-such-id"]:
+        response = client.get(page.format(id=seeded.new))
+        csp = response.headers["content-security-policy"]
+        assert "script-src 'none'" in csp and "frame-ancestors 'none'" in csp, page
+        assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_console_shares_the_http_token_and_mcp_still_needs_the_header(
+    tmp_path: object,
+) -> None:
+    from pathlib import Path
+
+    from starlette.testclient import TestClient
+
+    from graphmem.embeddings.hashing import HashEmbedder
+    from graphmem.mcp.http import build_http_app
+    from graphmem.service import GraphMemory
+    from graphmem.settings import load_settings
+
+    settings = load_settings(Path(str(tmp_path)) / ".graphmem", environ={},
+                             overrides={"http_token": "shared-secret-token"})  # fmt: skip
+    gm = GraphMemory(settings, embedder=HashEmbedder())
+    try:
+        with TestClient(build_http_app(gm), base_url="http://127.0.0.1") as client:
+            assert client.post("/mcp", json={}).status_code == 401
+            login = client.post("/console/login", data={"token": "shared-secret-token"},
+                                follow_redirects=False)  # fmt: skip
+            assert login.status_code == 303
+            assert client.get("/console/stats").status_code == 200
+    finally:
+        gm.close()
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1"])
+def test_a_console_on_a_network_address_without_a_token_is_refused(
+    host: str, cli_env: dict[str, str]
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "graphmem", "console", "--host", host, "--no-open", "--json"],
+        env=cli_env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "GRAPHMEM_HTTP_TOKEN" in result.stdout + result.stderr

@@ -1,0 +1,145 @@
+"""The console in the distribution's Chromium, driven by Playwright: sign in, search, open a
+memory, follow its versions, resolve an inbox item, and look at every page holding text that
+would run script or load something if it were not shown as text.
+
+Screenshots go to GRAPHMEM_CONSOLE_SCREENSHOTS when set (eval/results/console in the docs),
+else to the test's temp folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.console.conftest import TOKEN, Beacon, Seeded
+
+CHROMIUM = os.environ.get("GRAPHMEM_CHROMIUM", "/usr/bin/chromium")
+FLAGS = [  # headless as root in a sandboxed machine, and no connection anywhere but loopback
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"no Chromium at {CHROMIUM}: `make browser` installs the distribution's")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    opened.dialogs = []  # type: ignore[attr-defined]
+    opened.on("dialog", lambda d: (opened.dialogs.append(d.message), d.dismiss()))
+    yield opened
+    context.close()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("GRAPHMEM_CONSOLE_SCREENSHOTS") or tmp_path / "console")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def sign_in(page: Any, console: str, shots: Path) -> None:
+    page.goto(f"{console}/stats")
+    assert page.url.startswith(f"{console}/login")
+    page.fill("input[name=token]", TOKEN)
+    page.screenshot(path=shots / "login.png")
+    page.click("section.login button[type=submit]")
+    page.wait_for_url(f"{console}/stats")
+
+
+def test_a_person_searches_opens_a_memory_follows_its_versions_and_clears_the_inbox(
+    page: Any, console: str, seeded: Seeded, shots: Path
+) -> None:
+    sign_in(page, console, shots)
+    assert "memories" in page.inner_text("h1")
+    page.screenshot(path=shots / "stats.png", full_page=True)
+
+    page.click("nav >> text=Search")
+    page.fill("input[name=q]", "how do deploys sync with ArgoCD")
+    page.press("input[name=q]", "Enter")
+    page.wait_for_selector("li.hit")
+    assert page.locator("svg.bars rect").count() > 0  # why each hit ranks where it does
+    page.screenshot(path=shots / "search.png", full_page=True)
+
+    page.goto(f"{console}/search?q=deploys+ArgoCD&recipe=hybrid&compare=bm25")
+    assert page.locator("section.results").count() == 2
+    page.screenshot(path=shots / "compare.png", full_page=True)
+
+    page.goto(f"{console}/search?q=deploys+ArgoCD+syncs+on+its+own&kind=runbook")
+    page.click(f"a[href='/console/memory/{seeded.new}']")
+    page.wait_for_url(f"{console}/memory/{seeded.new}")
+    assert page.locator("svg.timeline").count() == 1
+    assert "current" in page.inner_text(".drift")  # the cited file has not changed
+    page.screenshot(path=shots / "memory.png", full_page=True)
+
+    page.click(f"ol.versions a[href='/console/memory/{seeded.old}']")  # back in time
+    page.wait_for_url(f"{console}/memory/{seeded.old}")
+    assert "superseded" in page.inner_text("table.fields")
+
+    page.goto(f"{console}/multihop?q=how+do+deploys+roll+back")
+    page.wait_for_selector("li.hit")
+    page.screenshot(path=shots / "multihop.png", full_page=True)
+
+    page.click("nav >> text=Inbox")
+    page.screenshot(path=shots / "inbox.png", full_page=True)
+    finding = page.locator(f"#finding-{seeded.finding}")
+    finding.locator("input[name=note]").fill("same runbook twice")
+    finding.locator("button[value=accept]").click()
+    page.wait_for_selector("p.done")
+    assert page.locator(f"#finding-{seeded.finding}").count() == 0
+    assert seeded.gm.steward_inbox().pending == 0
+    item = page.locator(f"#review-{seeded.review_items[0]}")
+    item.locator("button[value=reject]").click()
+    page.wait_for_selector("p.done")
+    assert seeded.gm.review_session_changes().pending == len(seeded.review_items) - 1
+
+    page.click("nav >> text=Documents")
+    page.click("a[href='/console/document?path=docs%2Fdeploy.md']")
+    assert "Rollback" in page.inner_text("ul.sections")
+    assert page.locator(f"a[href='/console/memory/{seeded.new}']").count() == 1  # cited by
+    page.screenshot(path=shots / "document.png", full_page=True)
+
+
+def test_stored_markup_is_shown_as_text_and_never_runs_or_loads(
+    page: Any, console: str, seeded: Seeded, beacon: Beacon, shots: Path
+) -> None:
+    sign_in(page, console, shots)
+    urls = [
+        f"{console}/search?q=Payload",
+        f"{console}/search?q=Payload&compare=vector",
+        f"{console}/inbox?done=%3Cscript%3Ewindow.pwned%3D9%3C%2Fscript%3E",
+        f"{console}/documents",
+        f"{console}/document?path=docs%2Fdeploy.md",
+        f"{console}/stats",
+        *(f"{console}/memory/{memory_id}" for memory_id in seeded.hostile),
+    ]
+    for url in urls:
+        page.goto(url)
+        page.wait_for_load_state("load")
+        assert page.evaluate("typeof window.pwned") == "undefined", url
+        assert page.is_visible("main"), url  # a stored <style> did not hide the page
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    assert beacon.hits == []  # nothing stored made the browser fetch anything
+
+    page.goto(f"{console}/memory/{seeded.hostile[0]}")
+    assert "<script>window.pwned = 1</script>" in page.inner_text("pre.content")
+    assert '<svg onload="window.pwned = 7">' in page.inner_text("main")  # an entity's name
+    page.goto(f"{console}/search?q=Payload")
+    page.screenshot(path=shots / "hostile.png", full_page=True)
+    page.goto(f"{console}/document?path=docs%2Fdeploy.md")
+    assert "<script>window.pwned = 6</script>" in page.inner_text("h1")

@@ -1,0 +1,96 @@
+"""What each console page shows, read from the HTML a browser gets."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.console.conftest import Seeded
+from tests.console.test_auth import csrf, signed_in
+
+
+def hits(page: str) -> list[str]:
+    """The memory ids of a results column, in rank order."""
+    return re.findall(r'<li class="hit">\s*<div><a href="/console/memory/([^"]+)"', page)
+
+
+def test_search_ranks_explains_and_filters(console: str, seeded: Seeded) -> None:
+    client = signed_in(console)
+    page = client.get("/search", params={"q": "deploys ArgoCD syncs on its own"}).text
+    assert hits(page)[0] == seeded.new
+    assert page.count('<svg class="bars"') == len(hits(page))  # every hit says why
+    assert "superseded by" in page  # the old version points at the new one
+
+    runbooks = client.get("/search", params={"q": "ArgoCD", "kind": "runbook"}).text
+    assert seeded.new in hits(runbooks)
+    assert not set(hits(runbooks)) & set(seeded.hostile)  # notes filtered out
+    nothing = client.get("/search", params={"q": "ArgoCD", "layer": "character"}).text
+    assert hits(nothing) == [] and "Nothing found" in nothing
+
+    both = client.get("/search", params={"q": "ArgoCD", "recipe": "hybrid", "compare": "bm25"})
+    assert "recipe hybrid" in both.text and "recipe bm25" in both.text
+    docs = client.get("/search", params={"q": "rollback revert the commit", "scope": "docs"})
+    assert "Rollback" in docs.text and "docs/deploy.md" in docs.text
+
+
+def test_a_memory_shows_its_versions_citation_state_and_neighbourhood(
+    console: str, seeded: Seeded
+) -> None:
+    client = signed_in(console)
+    page = client.get(f"/memory/{seeded.new}").text
+    assert f'href="/console/memory/{seeded.old}"' in page  # its earlier version
+    assert '<svg class="timeline"' in page and '<svg class="graph"' in page
+    assert "docs/deploy.md" in page and 'class="drift current"' in page
+    assert "ArgoCD" in page  # an entity it names
+
+    deploy = Path(seeded.gm.settings.home.parent, "docs", "deploy.md")
+    deploy.write_text(deploy.read_text(encoding="utf-8") + "\nNew step.\n", encoding="utf-8")
+    assert 'class="drift source_changed"' in client.get(f"/memory/{seeded.new}").text
+
+    missing = client.get("/memory/01NOSUCHMEMORY")
+    assert missing.status_code == 404 and "no memory" in missing.text
+
+
+def test_documents_list_their_sections_and_who_cites_them(console: str, seeded: Seeded) -> None:
+    client = signed_in(console)
+    assert "docs/deploy.md" in client.get("/documents").text
+    page = client.get("/document", params={"path": "docs/deploy.md"}).text
+    assert "Rollback" in page and f"/console/memory/{seeded.new}" in page
+    assert client.get("/document", params={"path": "nope.md"}).status_code == 404
+
+
+def test_stats_show_the_counts_and_the_backlog(console: str, seeded: Seeded) -> None:
+    seeded.gm.wait_for_extraction()
+    page = signed_in(console).get("/stats").text
+    total = seeded.gm.stats().total
+    assert f"{total} memories" in page
+    assert re.search(r"memories to extract</th>\s*<td>0</td>", page)
+    assert "superseded" in page  # by lifecycle
+
+
+def test_deferring_a_review_item_keeps_it_out_of_the_pending_list(
+    console: str, seeded: Seeded
+) -> None:
+    client = signed_in(console)
+    item = seeded.review_items[1]
+    done = client.post(f"/inbox/review/{item}", data={"csrf": csrf(client), "decision": "defer",
+                                                      "note": "after the release"})  # fmt: skip
+    assert done.status_code == 303
+    queue = seeded.gm.review_session_changes(status=None)
+    deferred = next(i for i in queue.items if i.id == item)
+    assert (deferred.status, deferred.note) == ("deferred", "after the release")
+    assert f"review-{item}" not in client.get("/inbox").text
+
+
+def test_a_multihop_question_shows_each_path(console: str, seeded: Seeded) -> None:
+    seeded.gm.wait_for_extraction()
+    page = signed_in(console).get("/multihop", params={"q": "how do deploys sync"}).text
+    walked = page.count("from a recall hit")
+    assert hits(page) and walked
+    assert page.count('<svg class="path"') == walked  # every hit the walk reached shows how
+
+
+def test_bad_input_is_shown_as_an_error_page(console: str) -> None:
+    client = signed_in(console)
+    response = client.get("/search", params={"q": "deploy", "as_of": "not a date"})
+    assert response.status_code == 400 and "as_of" in response.text.lower()
