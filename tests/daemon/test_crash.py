@@ -143,6 +143,14 @@ def _kill_import_rounds(tmp_path: Path, lines: int, kills: int, *, seed: int = 0
     )  # fmt: skip
     settings = load_settings(home, environ={k: v for k, v in env.items() if "GRAPHMEM" in k})
     command = [sys.executable, "-m", "graphmem", "import", str(source), "--json"]
+    # the CLI imports through an owner; a library caller imports in its own process
+    in_process = [
+        sys.executable, "-c",
+        "import sys; from pathlib import Path; from graphmem.service import GraphMemory;"
+        "from graphmem.transfer import import_file;"
+        "gm = GraphMemory(); import_file(gm, Path(sys.argv[1])); gm.close()",
+        str(source),
+    ]  # fmt: skip
     rng = random.Random(seed)
     latest = landed = rounds = 0
     started: list[int] = []  # every pid we started, killed at the end if still there
@@ -160,8 +168,9 @@ def _kill_import_rounds(tmp_path: Path, lines: int, kills: int, *, seed: int = 0
                 owner = int(json.loads(out.stdout)["pid"])
                 started.append(owner)
             client = subprocess.Popen(
-                command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-            )
+                command if owner is not None else in_process,
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
             started.append(client.pid)
             # a point in start-up, parsing, embedding, a commit, a checkpoint or (with an owner)
             # the extraction and passages it catches up on
@@ -187,6 +196,9 @@ def _kill_import_rounds(tmp_path: Path, lines: int, kills: int, *, seed: int = 0
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
         assert (report["skipped"], report["imported"]) == (latest, lines - latest)
+        stop = [sys.executable, "-m", "graphmem", "daemon", "stop", "--json"]
+        stopped = subprocess.run(stop, capture_output=True, text=True, env=env, timeout=120)
+        assert stopped.returncode == 0, stopped.stderr
 
         overrides = {"extract_on_write": True, "extractor": "rules"}
         drained = load_settings(home, environ={}, overrides=overrides)
