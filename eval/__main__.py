@@ -1,5 +1,5 @@
-"""`python -m eval locomo|longmemeval|beir|docs|all|bench|extract|entities|steward|console ...`: runs an
-evaluation and writes JSON results."""
+"""`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|entities|steward|console ...`:
+runs an evaluation and writes JSON results."""
 
 from __future__ import annotations
 
@@ -51,6 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench.add_argument("--embedding", default="local", help=embedding.HELP)
     bench.add_argument("--out", type=Path)
+    rbench = sub.add_parser(
+        "bench-recovery",
+        help="what a start reads to find work a crash left: the Pending table vs the old scans",
+    )
+    rbench.add_argument("--memories", type=int, default=100_000)
+    rbench.add_argument("--runs", type=int, default=3, help="new processes timed per read")
+    rbench.add_argument("--embedding", default="hash", help=embedding.HELP)
+    rbench.add_argument("--out", type=Path)
     kbench = sub.add_parser("bench-knowledge", help="timeline and as-of latency with chains")
     kbench.add_argument("--memories", type=int, default=10_000)
     kbench.add_argument("--chains", type=int, default=2_000)
@@ -220,6 +228,12 @@ def main(argv: list[str] | None = None) -> int:
             progress=lambda msg: print(msg, file=sys.stderr),
         )  # fmt: skip
         _write(result, args.out or Path("eval/results") / results_name(args.memories))
+        return 0
+
+    if args.command == "bench-recovery":
+        from eval.bench_recovery import run_bench_recovery
+
+        _write(run_bench_recovery(args.memories, args.embedding, runs=args.runs), args.out)
         return 0
 
     if args.command == "mcp-tools":

@@ -1,17 +1,17 @@
-"""The passages an import leaves to a background worker (graphmem.passages): which memories
-still lack them, filling them batch by batch, and the flag that tells the next start an import's
-passages were cut short."""
+"""The passages an import leaves to a background worker (graphmem.passages): each such memory
+waits as a `passages` row of the Pending table (graphmem.storage.pending), written with the
+memory and deleted in the transaction that writes its passages, so a start after any exit
+reads exactly which are left."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-from graphmem.errors import GraphmemError
-from graphmem.passages import owner, passages_of
+from graphmem.passages import owner, passages, passages_of
+from graphmem.storage.pending import PASSAGES
 
 if TYPE_CHECKING:
     from graphmem.embeddings.base import Embedder
@@ -20,17 +20,19 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 log = logging.getLogger("graphmem")
-# _Meta key, "1" while an import's passages wait for the background worker; a start that finds
-# it set (an exit cut the work short) embeds every memory's missing passages
+# _Meta key of stores from before the Pending table: "1" while an import's passages waited for
+# the worker. The owner's first start finds those passages the old way, once, and records them.
 PASSAGES_PENDING = "passages_pending"
 IMPORT_BATCH = 2048  # memories to embed per import transaction
+# memories per transaction of the passage worker: their passages are written through Kùzu's log
+# (a COPY's rows can be lost in a crash while the deletion of their Pending rows comes back)
+WORKER_BATCH = 256
 
 
 class PassageWork:
     if TYPE_CHECKING:
         store: KuzuStore
         _passage_jobs: Jobs | None
-        _passages_failed: bool
 
         @property
         def embedder(self) -> Embedder: ...
@@ -48,56 +50,88 @@ class PassageWork:
         todo: Sequence[str],
         *,
         batch_size: int = 128,
+        pending_only: bool = False,
         on_progress: Progress | None = None,
     ) -> int:
         """Embed the passages of the memories (one transaction per batch); returns how many
-        got some. A worker's run stops between batches when the store closes: the rest are
-        found again at the next start."""
+        got some. With `pending_only`, only those still waiting in the Pending table, checked
+        again inside the transaction: an update or an earlier job may have given them theirs
+        meanwhile. A worker's run stops between batches when the store closes: the rest wait
+        for the next start."""
         space = self.embedder.space
         stopping = self._passage_jobs.stopping if self._passage_jobs is not None else None
         given = 0
         for start in range(0, len(todo), batch_size):
             if stopping is not None and stopping.is_set():
                 break
-            ids = todo[start : start + batch_size]
+            batch = todo[start : start + batch_size]
+            ids = self.store.pending_among(PASSAGES, batch) if pending_only else batch
             memories = self.store.get_memories(ids)
             found, pieces = passages_of(memories[i] for i in ids if i in memories)
-            if pieces:
-                vectors = self.embedder.embed(pieces)
+            if pieces or (pending_only and ids):  # those with none are done too
+                vectors = self.embedder.embed(pieces) if pieces else None
                 with self.store.transaction():
-                    self.store.put_passages(space, found, vectors)
+                    done = [i for i in ids if i in memories]
+                    if pending_only:  # still waiting, and read; absent ones only if still so
+                        live = set(self.store.pending_among(PASSAGES, ids))
+                        done = [i for i in done if i in live]
+                        self.store.finish_absent(PASSAGES, [i for i in live if i not in memories])
+                    if vectors is not None:
+                        chosen = set(done)
+                        keep = [k for k, p in enumerate(found) if owner(p) in chosen]
+                        found = [found[k] for k in keep]
+                        self.store.put_passages(space, found, vectors[keep], bulk=False)
+                    self.store.finish_pending(PASSAGES, done)
                 given += len({owner(i) for i in found})
             if on_progress:
-                on_progress(start + len(ids), len(todo))
+                on_progress(start + len(batch), len(todo))
         return given
 
     def _passages_later(self, memory_ids: Sequence[str] | None) -> None:
-        """The worker's job: the memories' passages, or (None) every memory's, after a start
-        that found an import's passages unfinished."""
+        """The worker's job: the passages of the memories, or (None) of every memory waiting
+        for them, as the owner asks at start."""
         try:
-            # one transaction for an import's batch: each commit costs a checkpoint
-            self._fill_passages(self._missing_passages(memory_ids), batch_size=IMPORT_BATCH)
-        except Exception:  # the flag stays set: the next start embeds what is missing
-            self._passages_failed = True
+            if memory_ids is None:
+                self._adopt_flagged_passages()
+                memory_ids = self.store.pending_items(PASSAGES)
+            self._fill_passages(memory_ids, batch_size=WORKER_BATCH, pending_only=True)
+        except Exception:  # the rows stay: the next start embeds what is left
             log.exception("background passages failed")
 
-    def _passages_done(self) -> None:
-        """Clear the pending flag once no other passage work is queued; a failed or stopped
-        run leaves it set."""
-        jobs = self._passage_jobs
-        if jobs is None or jobs.stopping.is_set() or self._passages_failed or jobs.queued() > 1:
-            return
-        with contextlib.suppress(GraphmemError):
+    def _adopt_flagged_passages(self) -> int:
+        """A store from before the Pending table flagged an import's unfinished passages: find
+        them the old way (every memory without passages, its content split into sentences),
+        once, and record them as pending; returns how many."""
+        if not self.store.meta_get(PASSAGES_PENDING):
+            return 0
+        waiting = self.flagged_passages()
+        with self.store.transaction():
+            self.store.put_pending(PASSAGES, waiting)
             self.store.meta_set(PASSAGES_PENDING, "")
+        return len(waiting)
+
+    def flagged_passages(self, batch_size: int = IMPORT_BATCH) -> list[str]:
+        """The old way to find passages left to embed: memories with a vector but no passages
+        in the active space whose content has several sentences. It reads every such memory,
+        most of which have one sentence: minutes at a million memories."""
+        todo = self._missing_passages()
+        waiting: list[str] = []
+        for start in range(0, len(todo), batch_size):
+            memories = self.store.get_memories(todo[start : start + batch_size])
+            waiting += [i for i, m in memories.items() if passages(m.content)]
+        return sorted(waiting)
 
     def schedule_pending_passages(self) -> bool:
-        """Queue the passages an import left unfinished (the owner does at start, beside
-        extraction's); True if there were any."""
+        """Queue the passages still waiting (the owner does at start, beside extraction's);
+        True if there were any."""
         jobs = self._passage_jobs
-        if jobs is None or not self.store.meta_get(PASSAGES_PENDING):
+        if jobs is None:
+            return False
+        if not self.store.pending_items(PASSAGES, limit=1) and not self.store.meta_get(
+            PASSAGES_PENDING
+        ):
             return False
         jobs.submit(partial(self._passages_later, None))
-        jobs.submit(self._passages_done)
         return True
 
     def wait_for_passages(self, timeout: float | None = None) -> bool:

@@ -58,7 +58,7 @@ from graphmem.models import (
     validated,
     validated_items,
 )
-from graphmem.passage_work import IMPORT_BATCH, PASSAGES_PENDING, PassageWork
+from graphmem.passage_work import IMPORT_BATCH, PassageWork
 from graphmem.passages import passage_ids, passages, passages_of
 from graphmem.recall.config import RecallConfig, get_recipe
 from graphmem.recall.pipeline import recall as run_recall
@@ -125,7 +125,6 @@ class GraphMemory(
         # an import leaves its passages to this worker when one may run (graphmem.passages)
         self._passage_jobs = Jobs("graphmem-passages") if extract_in_background else None
         self._usage = UsageLog(self.store, background=extract_in_background)
-        self._passages_failed = False
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -279,11 +278,13 @@ class GraphMemory(
         if updated.content != current.content or updated.title != current.title:
             vectors, found = self._embed_memories([updated])
             vector = vectors[0]
-        self.store.update_memory(
-            updated, vector, self.embedder.space if vector is not None else None, found
-        )
+        with self.store.transaction():  # the new text and its waiting extraction commit together
+            self.store.update_memory(
+                updated, vector, self.embedder.space if vector is not None else None, found
+            )
+            if vector is not None:
+                self.store.mark_pending_extraction([memory_id])
         if vector is not None:
-            self.store.mark_pending_extraction([memory_id])
             self._extraction.schedule([memory_id])
         return updated
 
@@ -458,42 +459,37 @@ class GraphMemory(
                     for m, b in fresh
                     if jobs is not None and b.passages is None and passages(m.content)
                 ]
-                if waiting and not deferred:  # before the rows: an exit must not lose them
-                    self.store.meta_set(PASSAGES_PENDING, "1")
+                # the rows that say they wait commit with the memories (graphmem.storage.pending)
                 imported += self.store.insert_memories(
-                    memories, vectors, self.embedder.space, found
+                    memories, vectors, self.embedder.space, found, deferred_passages=waiting
                 )
                 if waiting and jobs is not None:
                     jobs.submit(partial(self._passages_later, waiting))
                     deferred += len(waiting)
             pending, load, given = [], 0.0, set()
 
-        try:
-            for lineno, line in enumerate(lines, start=first_line):
-                if not line.strip():
-                    continue
-                try:
-                    memory, brought, has_id = memory_from_json(line, self.embedder.space)
-                    pending.append((memory, brought))
-                    if has_id:
-                        given.add(memory.id)
-                except InvalidInput as exc:
-                    errors.append({"line": lineno, "message": exc.message})
-                    if on_error == "stop":
-                        flush()
-                        raise InvalidInput(
-                            f"line {lineno}: {exc.message}", line=lineno, imported=imported
-                        ) from exc
-                    continue
-                load += SUPPLIED_WEIGHT if pending[-1][1].complete(pending[-1][0]) else 1.0
-                if load >= batch_size:
+        for lineno, line in enumerate(lines, start=first_line):
+            if not line.strip():
+                continue
+            try:
+                memory, brought, has_id = memory_from_json(line, self.embedder.space)
+                pending.append((memory, brought))
+                if has_id:
+                    given.add(memory.id)
+            except InvalidInput as exc:
+                errors.append({"line": lineno, "message": exc.message})
+                if on_error == "stop":
                     flush()
-                    if on_progress:
-                        on_progress(lineno, 0)
-            flush()
-        finally:  # the flag is cleared once the worker has them all
-            if deferred and jobs is not None:
-                jobs.submit(self._passages_done)
+                    raise InvalidInput(
+                        f"line {lineno}: {exc.message}", line=lineno, imported=imported
+                    ) from exc
+                continue
+            load += SUPPLIED_WEIGHT if pending[-1][1].complete(pending[-1][0]) else 1.0
+            if load >= batch_size:
+                flush()
+                if on_progress:
+                    on_progress(lineno, 0)
+        flush()
         return ImportReport(
             imported=imported,
             skipped=skipped,

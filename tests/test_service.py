@@ -18,8 +18,9 @@ from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import Conflict, InvalidInput, NotFound
 from graphmem.models import MAX_CONTENT_CHARS, Memory
-from graphmem.service import PASSAGES_PENDING, GraphMemory, open_store
+from graphmem.service import GraphMemory, open_store
 from graphmem.settings import load_settings
+from graphmem.storage.pending import PASSAGES
 from graphmem.transfer import export_jsonl
 
 
@@ -363,7 +364,7 @@ def test_an_import_leaves_passages_to_the_worker_and_recall_finds_the_notes_mean
     )
     assert other.wait_for_passages(timeout=30)
     assert len(_passage_owners(other)) == 5
-    assert not other.store.meta_get(PASSAGES_PENDING)
+    assert other.store.pending_items(PASSAGES) == []
 
 
 def test_a_one_shot_import_embeds_the_passages_itself(tmp_path: Path) -> None:
@@ -386,13 +387,14 @@ def test_passages_a_failed_or_killed_worker_left_are_embedded_at_the_next_start(
         monkeypatch.setattr(gm, "_fill_passages", cut_short)
         assert gm.import_jsonl([json.dumps(n) for n in NOTES]).passages_pending == 5
         assert gm.wait_for_passages(timeout=30)
-        assert _passage_owners(gm) == set() and gm.store.meta_get(PASSAGES_PENDING) == "1"
+        assert _passage_owners(gm) == set()
+        assert len(gm.store.pending_items(PASSAGES)) == 5
 
     with open_store(path, embedder=HashEmbedder()) as again:
         assert again.schedule_pending_passages()  # as the owner does at start
         assert again.wait_for_passages(timeout=30)
         assert len(_passage_owners(again)) == 5
-        assert not again.store.meta_get(PASSAGES_PENDING)
+        assert again.store.pending_items(PASSAGES) == []
 
 
 def test_reembed_gives_passages_to_memories_stored_before_them(gm: GraphMemory) -> None:

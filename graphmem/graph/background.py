@@ -1,8 +1,9 @@
 """Extraction on write: one worker thread per store that extracts entities and facts from
 memories after they are written, never on the write's own path.
 
-A memory stays marked as pending (`extracted_by` is null) until its entities are in the graph,
-so work cut short by an exit is picked up by the next backfill or owner start.
+A memory waits as an `extract` row of the Pending table (graphmem.storage.pending), written with
+the memory and deleted in the transaction that writes its entities (which also sets
+`extracted_by`), so work cut short by any exit is read back exactly at the next owner start.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class Extraction:
             self.store.after_commit(lambda: self._jobs.submit(job))
 
     def schedule_pending(self) -> int:
-        """Queue every memory still waiting for extraction; returns how many."""
+        """Queue every memory still waiting for extraction, and the document chunks; returns
+        how many memories (a read of the Pending table, however big the store)."""
         if not self.background:
             return 0
         ids = self.store.pending_extraction_ids()
@@ -112,7 +114,7 @@ class Extraction:
             items = self.store.texts_for_extraction(memory_ids)
             if items:
                 self.indexer().index(items)
-        except Exception:  # the memories stay pending; a backfill will retry them
+        except Exception:  # the memories stay pending; the next start or a backfill retries
             log.exception("background extraction failed for %d memories", len(memory_ids))
 
     def wait(self, timeout: float | None = None) -> bool:

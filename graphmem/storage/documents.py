@@ -23,6 +23,7 @@ from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.models import utcnow
 from graphmem.storage.doc_index import ChunkInfo, DocInfo, DocumentIndex, SectionInfo
 from graphmem.storage.entities import EntityRepository, EntityRow, Mention
+from graphmem.storage.pending import CHUNK_EXTRACT
 
 CHUNK_PREFIX = "Chk_"  # a space's chunk vectors, keyed by chunk id
 
@@ -138,9 +139,12 @@ class DocumentRepository(EntityRepository):
             self._insert_chunks(
                 [c for w in writes for c in w.chunks], [t for w in writes for t in w.search_texts]
             )
+            # every chunk written waits for extraction (its mentions went with the old node)
+            self.put_pending(CHUNK_EXTRACT, sorted(keep), at=now)
             gone = old - keep
             if gone:
                 self._delete_rows(chunk_table_for(space), gone)
+                self.finish_pending(CHUNK_EXTRACT, sorted(gone))
             new = {k: v for w in writes for k, v in w.new_vectors.items()}
             if new:
                 matrix = np.stack(list(new.values())).astype(np.float32)
@@ -266,6 +270,7 @@ class DocumentRepository(EntityRepository):
                 uid = rows[0][0]
                 ids = self.chunk_ids_of(uid)
                 self._drop_structure([uid])
+                self.finish_pending(CHUNK_EXTRACT, sorted(ids))
                 for space in spaces:
                     if chunk_table_for(space) in self.table_names():
                         self._delete_rows(chunk_table_for(space), ids)
@@ -327,15 +332,23 @@ class DocumentRepository(EntityRepository):
     # -- entities in chunks ---------------------------------------------------------------------
 
     def pending_chunks(self, limit: int) -> list[tuple[str, str]]:
-        """(id, text) of chunks whose entities are not extracted yet."""
-        return [
-            (r[0], r[1])
-            for r in self.read(
-                "MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN c.id, c.text "
-                "ORDER BY c.id LIMIT $limit",
-                {"limit": limit},
-            )
-        ]
+        """(id, text) of up to `limit` chunks whose entities are not extracted yet (read from
+        the Pending table, then by primary key). A chunk deleted behind the store's back (by a
+        caller's Cypher) has nothing left to extract."""
+        while waiting := self.pending_items(CHUNK_EXTRACT, limit=limit):
+            found = [
+                (row[0], row[1])
+                for chunk_id in waiting
+                for row in self.read(
+                    "MATCH (c:Chunk {id: $id}) RETURN c.id, c.text", {"id": chunk_id}
+                )
+            ]
+            gone = set(waiting).difference(chunk_id for chunk_id, _ in found)
+            if gone:
+                self.finish_pending(CHUNK_EXTRACT, sorted(gone))
+            if found:
+                return found
+        return []
 
     def chunks_mentioning(self, entity_ids: Sequence[str], *, limit: int) -> list[tuple[str, str]]:
         """(entity id, chunk id) for the chunks naming each entity, at most `limit` an entity
@@ -354,8 +367,7 @@ class DocumentRepository(EntityRepository):
         return out
 
     def count_pending_chunks(self) -> int:
-        rows = self.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)")
-        return int(rows[0][0])
+        return self.pending_counts()[CHUNK_EXTRACT]
 
     def write_chunk_mentions(
         self,
@@ -381,6 +393,7 @@ class DocumentRepository(EntityRepository):
                 "MATCH (c:Chunk) WHERE c.id IN $ids SET c.extracted_by = $x",
                 {"ids": list(chunk_ids), "x": extractor},
             )
+            self.finish_pending(CHUNK_EXTRACT, chunk_ids)
 
     # -- reads for search -----------------------------------------------------------------------
 

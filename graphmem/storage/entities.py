@@ -17,6 +17,7 @@ from typing import Any
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.storage.entity_index import EntityIndex
 from graphmem.storage.knowledge import KnowledgeRepository
+from graphmem.storage.pending import EXTRACT
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,7 @@ class EntityRepository(KnowledgeRepository):
                 "MATCH (m:Memory) WHERE m.id IN $ids SET m.extracted_by = $x",
                 {"ids": ids, "x": extractor},
             )
+            self.finish_pending(EXTRACT, ids)
 
     def _put_entities(
         self, entities: Sequence[EntityRow], aliases: dict[str, str], *, at: datetime
@@ -288,26 +290,27 @@ class EntityRepository(KnowledgeRepository):
         return [(r[0], f"{r[1]}. {r[2]}" if r[1] else r[2]) for r in rows]
 
     def pending_extraction_ids(self) -> list[str]:
-        where = self._pending(None, False, {})
-        return [
-            r[0] for r in self.read(f"MATCH (m:Memory) WHERE {where} RETURN m.id ORDER BY m.id")
-        ]
+        """Memories waiting for extraction, oldest id first (a read of the Pending table)."""
+        return self.pending_items(EXTRACT)
 
     def texts_for_extraction(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
-        """(id, text) of those memories still waiting for extraction."""
-        rows = self.read(
-            "MATCH (m:Memory) WHERE m.id IN $ids AND m.extracted_by IS NULL "
-            "RETURN m.id, m.title, m.content ORDER BY m.id",
-            {"ids": list(memory_ids)},
-        )
+        """(id, text) of those memories still waiting for extraction, by id. One that is not
+        there has nothing left to extract (`finish_absent`)."""
+        waiting = self.pending_among(EXTRACT, memory_ids)
+        rows = sorted(self._by_id(waiting, "m.id, m.title, m.content"))
+        missing = set(waiting).difference(r[0] for r in rows)
+        if missing:
+            self.finish_absent(EXTRACT, sorted(missing))
         return [(r[0], f"{r[1]}. {r[2]}" if r[1] else r[2]) for r in rows]
 
     def mark_pending_extraction(self, memory_ids: Sequence[str]) -> None:
         """Their text changed: what was extracted from the old text is stale."""
-        self.execute(
-            "MATCH (m:Memory) WHERE m.id IN $ids SET m.extracted_by = NULL",
-            {"ids": list(memory_ids)},
-        )
+        with self.transaction():
+            self.execute(
+                "MATCH (m:Memory) WHERE m.id IN $ids SET m.extracted_by = NULL",
+                {"ids": list(memory_ids)},
+            )
+            self.put_pending(EXTRACT, memory_ids)
 
     def count_before(self, memory_id: str, *, context: str | None) -> int:
         """Live memories with an id up to `memory_id`: where a resumed backfill starts."""

@@ -31,6 +31,7 @@ from graphmem.storage.columns import (
     memory_from_values,
 )
 from graphmem.storage.keywords import KeywordIndex
+from graphmem.storage.pending import EXTRACT, PASSAGES, PendingWork
 from graphmem.storage.search_cache import MIN_MEMORIES
 from graphmem.storage.vectors import COPY_MIN_ROWS, PassageVectors, VectorTables
 from graphmem.text import index_text
@@ -119,8 +120,9 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
         raise InvalidInput("cursor is not one that list returned", cursor=cursor) from exc
 
 
-class MemoryRepository(VectorTables):
-    """Memory CRUD; vectors are written in the same transaction as the rows they embed."""
+class MemoryRepository(VectorTables, PendingWork):
+    """Memory CRUD; vectors, and the work left to do on the rows (graphmem.storage.pending),
+    are written in the same transaction as the rows."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -141,9 +143,13 @@ class MemoryRepository(VectorTables):
         space: EmbeddingSpace,
         passages: PassageVectors | None = None,
         keys: Sequence[tuple[StoreKey, str]] = (),
+        deferred_passages: Sequence[str] = (),
     ) -> int:
         """Insert rows, their vectors and their passages' atomically, with the store keys
-        (graphmem.idempotency) that find them again; returns how many were inserted."""
+        (graphmem.idempotency) that find them again; returns how many were inserted. Each new
+        memory waits for extraction, and those of `deferred_passages` for their passages: rows
+        of the Pending table (graphmem.storage.pending), in the same transaction, or for a
+        batch that is COPYed, in one of their own just before it (`_pending_before_copy`)."""
         if not memories:
             return 0
         rows = [memory_to_row(m) for m in memories]
@@ -154,25 +160,50 @@ class MemoryRepository(VectorTables):
             {f: pa.array([r[f] for r in rows], _ARROW_TYPES.get(f, pa.string())) for f in columns}
         )
         ids = [m.id for m in memories]
-        with self.transaction():
-            if len(rows) < COPY_MIN_ROWS:
-                assignments = ", ".join(f"{f}: {f}" for f in columns)
-                self.query_result(
-                    f"LOAD FROM $rows CREATE (:Memory {{{assignments}, access_count: 0}})",
-                    {"rows": table},
-                )
-            else:  # ~4x faster at 1M rows; the vectors' COPY checkpoints the commit anyway
-                table = table.append_column("access_count", pa.array([0] * len(rows), pa.int64()))
-                names = ", ".join(table.column_names)
-                self.query_result(f"COPY Memory({names}) FROM $rows", {"rows": table})
-                self.checkpoint_at_commit()
-            self.put_vectors(space, ids, vectors)
-            if passages is not None:
-                self.put_passages(space, *passages)
-            if keys:
-                self._put_store_keys(keys, at=memories[0].updated_at)
-            self._rows_written(rows, table.column("search_text"))
+        at = memories[0].updated_at
+        bulk = len(rows) >= COPY_MIN_ROWS
+        with self._lock:  # one writer from the Pending rows to the COPY's commit
+            if bulk:
+                self._pending_before_copy(ids, deferred_passages, at=at)
+            with self.transaction():
+                if not bulk:
+                    assignments = ", ".join(f"{f}: {f}" for f in columns)
+                    self.query_result(
+                        f"LOAD FROM $rows CREATE (:Memory {{{assignments}, access_count: 0}})",
+                        {"rows": table},
+                    )
+                else:  # ~4x faster at 1M rows; the vectors' COPY checkpoints the commit anyway
+                    copied = table.append_column(
+                        "access_count", pa.array([0] * len(rows), pa.int64())
+                    )
+                    names = ", ".join(copied.column_names)
+                    self.query_result(f"COPY Memory({names}) FROM $rows", {"rows": copied})
+                    self.checkpoint_at_commit()
+                self.put_vectors(space, ids, vectors)
+                if passages is not None:
+                    self.put_passages(space, *passages)
+                if keys:
+                    self._put_store_keys(keys, at=at)
+                if not bulk:
+                    self.put_pending(EXTRACT, ids, at=at)
+                    self.put_pending(PASSAGES, deferred_passages, at=at)
+                self._rows_written(rows, table.column("search_text"))
         return len(memories)
+
+    def _pending_before_copy(
+        self, ids: Sequence[str], deferred_passages: Sequence[str], *, at: datetime
+    ) -> None:
+        """The Pending rows of a batch about to be COPYed, committed and checkpointed first, so
+        that the COPY's transaction logs no new rows and its commit checkpoints a log holding
+        nothing else, as before the Pending table. Kùzu 0.11.3 does not log a COPY's rows, and
+        after a kill -9 during that commit's checkpoint it replayed the rows logged beside them
+        over a half-written checkpoint ("duplicated primary key", or a crash: stores that would
+        not open; see docs/operations.md#crash-safety). Should the COPY be lost, the rows name
+        memories that are not there, and whoever reads them drops them (`finish_absent`)."""
+        with self.transaction():
+            self.put_pending(EXTRACT, ids, at=at)
+            self.put_pending(PASSAGES, deferred_passages, at=at)
+        self.checkpoint()
 
     def _put_store_keys(self, keys: Sequence[tuple[StoreKey, str]], *, at: datetime) -> None:
         """A key of an earlier store whose memory is gone, or whose window passed, is taken
@@ -184,12 +215,23 @@ class MemoryRepository(VectorTables):
         rows = [
             {"k": k.key, "m": memory_id, "d": k.digest, "e": k.expires_at} for k, memory_id in keys
         ]
-        self.execute(
-            "UNWIND $rows AS r MERGE (s:StoreKey {key: r.k}) "
-            "SET s.memory_id = r.m, s.digest = r.d, s.at = $at, "
-            "s.expires_at = CAST(r.e AS TIMESTAMP)",
-            {"rows": rows, "at": at},
-        )
+        # SET the keys there and CREATE the others, never MERGE (see graphmem.storage.pending)
+        taken = {
+            row[0]
+            for row in self.execute(
+                "UNWIND $rows AS r MATCH (s:StoreKey {key: r.k}) "
+                "SET s.memory_id = r.m, s.digest = r.d, s.at = $at, "
+                "s.expires_at = CAST(r.e AS TIMESTAMP) RETURN s.key",
+                {"rows": rows, "at": at},
+            )
+        }
+        new = [r for r in rows if r["k"] not in taken]
+        if new:
+            self.execute(
+                "UNWIND $rows AS r CREATE (:StoreKey {key: r.k, memory_id: r.m, digest: r.d, "
+                "at: $at, expires_at: CAST(r.e AS TIMESTAMP)})",
+                {"rows": new, "at": at},
+            )
 
     def stored_by_keys(self, keys: Sequence[str], *, now: datetime) -> dict[str, tuple[str, str]]:
         """key -> (memory id, digest) of the keys among `keys` still in force whose memory is
@@ -207,6 +249,17 @@ class MemoryRepository(VectorTables):
             )
         alive = {row[0] for row in self._by_id([m for m, _ in found.values()], "m.id")}
         return {k: v for k, v in found.items() if v[0] in alive}
+
+    def finish_absent(self, work: str, memory_ids: Sequence[str]) -> list[str]:
+        """Drop the work on those of the memories that are not there, checked again in the
+        transaction that drops it; returns those. A caller's Cypher may have deleted them, or
+        a kill -9 lost a COPYed batch whose logged Pending rows Kùzu 0.11.3 brought back."""
+        if not memory_ids:
+            return []
+        with self.transaction():
+            absent = sorted(set(memory_ids) - self.existing_ids(memory_ids))
+            self.finish_pending(work, absent)
+        return absent
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         rows = self.read(
@@ -347,6 +400,7 @@ class MemoryRepository(VectorTables):
                 self.put_vectors(space, [memory.id], vector.reshape(1, -1))
                 if passages is not None:
                     self.put_passages(space, *passages)
+                    self.finish_pending(PASSAGES, [memory.id])  # an import's, if still waiting
             self._rows_written([row], [row["search_text"]])
 
     def delete_memory(self, memory_id: str) -> None:
@@ -357,6 +411,8 @@ class MemoryRepository(VectorTables):
             if not found or not found[0][0]:
                 raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
             self.delete_vectors([memory_id])
+            for work in (EXTRACT, PASSAGES):
+                self.finish_pending(work, [memory_id])
             self._rows_written([{"id": memory_id}], None)
 
     def list_memories(self, filters: MemoryFilter, *, limit: int, cursor: str | None) -> MemoryPage:

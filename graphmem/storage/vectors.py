@@ -186,20 +186,33 @@ class VectorTables(KuzuConnection):
         return True
 
     def put_vectors(
-        self, space: EmbeddingSpace, ids: Sequence[str], vectors: npt.NDArray[np.float32]
+        self,
+        space: EmbeddingSpace,
+        ids: Sequence[str],
+        vectors: npt.NDArray[np.float32],
+        *,
+        bulk: bool | None = None,
     ) -> None:
+        """`bulk`: COPY them (True) or log them (False); by their number when None (see
+        COPY_MIN_ROWS)."""
         self.ensure_space(space)
-        self._insert(table_for(space), space, ids, vectors)
+        self._insert(table_for(space), space, ids, vectors, bulk=bulk)
 
     def put_passages(
-        self, space: EmbeddingSpace, ids: Sequence[str], vectors: npt.NDArray[np.float32]
+        self,
+        space: EmbeddingSpace,
+        ids: Sequence[str],
+        vectors: npt.NDArray[np.float32],
+        *,
+        bulk: bool | None = None,
     ) -> None:
-        """Passage vectors, by passage id (`graphmem.passages.passage_ids`)."""
+        """Passage vectors, by passage id (`graphmem.passages.passage_ids`); `bulk` as for
+        `put_vectors`."""
         if not len(ids):
             return
         with self._lock:
             self._ensure_table(passage_table_for(space), space.dim)
-        self._insert(passage_table_for(space), space, ids, vectors)
+        self._insert(passage_table_for(space), space, ids, vectors, bulk=bulk)
 
     def _insert(
         self,
@@ -207,6 +220,8 @@ class VectorTables(KuzuConnection):
         space: EmbeddingSpace,
         ids: Sequence[str],
         vectors: npt.NDArray[np.float32],
+        *,
+        bulk: bool | None = None,
     ) -> None:
         if vectors.shape != (len(ids), space.dim):
             raise InvalidInput(
@@ -222,7 +237,7 @@ class VectorTables(KuzuConnection):
         )
         with self._lock:
             # an arrow table cannot go through a prepared statement, hence query_result
-            if len(ids) < COPY_MIN_ROWS:
+            if not (len(ids) >= COPY_MIN_ROWS if bulk is None else bulk):
                 self.query_result(
                     f"LOAD FROM $t CREATE (:{name} {{id: id, vec: vec}})", {"t": table}
                 )

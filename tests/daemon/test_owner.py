@@ -27,7 +27,7 @@ from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import Conflict, InvalidInput, NotFound, StoreLocked
 from graphmem.models import utcnow
 from graphmem.process import pid_alive
-from graphmem.service import PASSAGES_PENDING, GraphMemory
+from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
 from graphmem.steward.models import (
     ConflictsReport,
@@ -42,6 +42,7 @@ from graphmem.steward.models import (
     UndoReport,
 )
 from graphmem.storage import connection
+from graphmem.storage.pending import PASSAGES
 
 
 def wait_for(predicate, timeout: float = 15.0) -> bool:  # type: ignore[no-untyped-def]
@@ -391,7 +392,7 @@ def test_the_owner_stays_up_until_an_imports_passages_are_embedded(
     assert not thread.is_alive()
     with GraphMemory(settings, embedder=HashEmbedder(), extract_in_background=False) as again:
         assert len(again.store.passage_owners(again.embedder.space)) == 1
-        assert not again.store.meta_get(PASSAGES_PENDING)
+        assert again.store.pending_items(PASSAGES) == []
 
 
 # -- the owner as a real background process ---------------------------------------------------
