@@ -1,5 +1,5 @@
-"""`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|entities|steward|console ...`:
-runs an evaluation and writes JSON results."""
+"""`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|entities|steward|
+console|startup-load ...`: runs an evaluation and writes JSON results."""
 
 from __future__ import annotations
 
@@ -206,7 +206,26 @@ def main(argv: list[str] | None = None) -> int:
     console.add_argument("--bench", type=Path, default=Path("../shared/bench"))
     console.add_argument("--embedding", default="local", help=embedding.HELP)
     console.add_argument("--out", type=Path, help="default eval/results/console_<N>.json")
+    startup = sub.add_parser(
+        "startup-load",
+        help="recall p50/p95 through an owner working through an extraction backlog at start",
+    )
+    startup.add_argument("store", type=Path, help="a store whose memories wait for extraction")
+    startup.add_argument("--embedding", default="local", help=embedding.HELP)
+    startup.add_argument("--seconds", type=float, default=60.0, help="how long to time recall")
+    startup.add_argument("--think", type=float, default=0.1, help="seconds between two recalls")
+    startup.add_argument("--out", type=Path, help="default eval/results/startup_load_<N>.json")
     args = parser.parse_args(argv)
+
+    if args.command == "startup-load":
+        from eval.startup_load import run_startup_load
+
+        result = run_startup_load(
+            args.store, args.embedding, seconds=args.seconds, think=args.think
+        )
+        size = f"{round(result['memories'] / 1000)}k"
+        _write(result, args.out or Path("eval/results") / f"startup_load_{size}.json")
+        return 0
 
     if args.command == "console":
         from eval.console_bench import build_store, run_console_bench

@@ -14,10 +14,13 @@ from graphmem.settings import load_settings
 
 
 @contextmanager
-def served(home: Path, embedding: str, *, timeout: float = 300) -> Iterator[RemoteMemory]:
-    """Start the owner of `home` with the embedder `embedding` and no extraction on write (the
-    store is built), yield a client of it; stop the owner and restore the environment after."""
-    child = {**environ(embedding), "GRAPHMEM_EXTRACT_ON_WRITE": "false"}
+def served(
+    home: Path, embedding: str, *, timeout: float = 300, extract: bool = False
+) -> Iterator[RemoteMemory]:
+    """Start the owner of `home` with the embedder `embedding` and (unless `extract`) no
+    extraction on write (the store is built), yield a client of it; stop the owner and restore
+    the environment after."""
+    child = {**environ(embedding), "GRAPHMEM_EXTRACT_ON_WRITE": str(extract).lower()}
     saved = {name: os.environ.get(name) for name in child}
     os.environ.update(child)  # the owner is a child process: it reads them
     try:

@@ -31,7 +31,7 @@ def queries_from(texts: Sequence[str], n: int, seed: int) -> list[str]:
     return [" ".join(text.split()[:8]) for text in rng.sample(list(texts), min(n, len(texts)))]
 
 
-def _percentiles(times: Sequence[float]) -> dict[str, Any]:
+def percentiles(times: Sequence[float]) -> dict[str, Any]:
     ordered = sorted(times)
 
     def at(q: float) -> float:
@@ -73,7 +73,7 @@ def run_load(
             )
             runs.append((started, finished, sum(run["found"].values())))
     busy = _overlapping(asked, runs, times=True)
-    idle_stats, busy_stats = _percentiles(idle), _percentiles(busy or [0.0])
+    idle_stats, busy_stats = percentiles(idle), percentiles(busy or [0.0])
     return {
         "steward_runs": len(runs),
         "steward_run_seconds": round(statistics.median(f - s for s, f, _ in runs), 2),

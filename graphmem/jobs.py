@@ -13,8 +13,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 
 class Jobs:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, initializer: Callable[[], None] | None = None) -> None:
         self._name = name
+        self._initializer = initializer  # run once in the worker thread
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._pending: set[Future[None]] = set()
@@ -23,7 +24,9 @@ class Jobs:
     def submit(self, job: Callable[[], None]) -> None:
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix=self._name)
+                self._executor = ThreadPoolExecutor(
+                    1, thread_name_prefix=self._name, initializer=self._initializer
+                )
             future = self._executor.submit(job)
             self._pending.add(future)
         future.add_done_callback(self._done)

@@ -10,6 +10,11 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
+import numpy as np
+from numpy.typing import NDArray
+
+from graphmem.embeddings.parallel import single_threaded_blas
+from graphmem.foreground import FOREGROUND
 from graphmem.passages import owner, passages, passages_of
 from graphmem.storage.pending import PASSAGES
 
@@ -27,6 +32,7 @@ IMPORT_BATCH = 2048  # memories to embed per import transaction
 # memories per transaction of the passage worker: their passages are written through Kùzu's log
 # (a COPY's rows can be lost in a crash while the deletion of their Pending rows comes back)
 WORKER_BATCH = 256
+PAUSE_SLICE = 32  # passages the worker embeds between two pauses for requests
 
 
 class PassageWork:
@@ -52,12 +58,14 @@ class PassageWork:
         batch_size: int = 128,
         pending_only: bool = False,
         on_progress: Progress | None = None,
+        pause: Callable[[], None] | None = None,
     ) -> int:
         """Embed the passages of the memories (one transaction per batch); returns how many
         got some. With `pending_only`, only those still waiting in the Pending table, checked
         again inside the transaction: an update or an earlier job may have given them theirs
         meanwhile. A worker's run stops between batches when the store closes: the rest wait
-        for the next start."""
+        for the next start. With `pause` (the worker), it embeds `PAUSE_SLICE` passages at a
+        time and calls `pause` between them."""
         space = self.embedder.space
         stopping = self._passage_jobs.stopping if self._passage_jobs is not None else None
         given = 0
@@ -69,7 +77,7 @@ class PassageWork:
             memories = self.store.get_memories(ids)
             found, pieces = passages_of(memories[i] for i in ids if i in memories)
             if pieces or (pending_only and ids):  # those with none are done too
-                vectors = self.embedder.embed(pieces) if pieces else None
+                vectors = self._embed_pieces(pieces, pause) if pieces else None
                 with self.store.transaction():
                     done = [i for i in ids if i in memories]
                     if pending_only:  # still waiting, and read; absent ones only if still so
@@ -87,14 +95,32 @@ class PassageWork:
                 on_progress(start + len(batch), len(todo))
         return given
 
+    def _embed_pieces(
+        self, pieces: list[str], pause: Callable[[], None] | None
+    ) -> NDArray[np.float32]:
+        if pause is None:
+            return self.embedder.embed(pieces)
+        parts = []
+        for start in range(0, len(pieces), PAUSE_SLICE):
+            pause()
+            parts.append(self.embedder.embed(pieces[start : start + PAUSE_SLICE]))
+        return np.concatenate(parts)
+
     def _passages_later(self, memory_ids: Sequence[str] | None) -> None:
         """The worker's job: the passages of the memories, or (None) of every memory waiting
-        for them, as the owner asks at start."""
+        for them, as the owner asks at start. It steps aside for requests
+        (graphmem/foreground.py), on one core."""
         try:
-            if memory_ids is None:
-                self._adopt_flagged_passages()
-                memory_ids = self.store.pending_items(PASSAGES)
-            self._fill_passages(memory_ids, batch_size=WORKER_BATCH, pending_only=True)
+            with single_threaded_blas(), self.store.background():
+                if memory_ids is None:
+                    self._adopt_flagged_passages()
+                    memory_ids = self.store.pending_items(PASSAGES)
+                self._fill_passages(
+                    memory_ids,
+                    batch_size=WORKER_BATCH,
+                    pending_only=True,
+                    pause=FOREGROUND.step_aside,
+                )
         except Exception:  # the rows stay: the next start embeds what is left
             log.exception("background passages failed")
 

@@ -30,6 +30,7 @@ from graphmem.errors import (
     item_error,
     validation_message,
 )
+from graphmem.foreground import lower_priority
 from graphmem.graph.background import Extraction
 from graphmem.graph.ops import GraphOps
 from graphmem.idempotency import repeated_stores, store_key
@@ -123,7 +124,9 @@ class GraphMemory(
             self.store, settings, self._embed_names, background=extract_in_background
         )
         # an import leaves its passages to this worker when one may run (graphmem.passages)
-        self._passage_jobs = Jobs("graphmem-passages") if extract_in_background else None
+        self._passage_jobs = (
+            Jobs("graphmem-passages", initializer=lower_priority) if extract_in_background else None
+        )
         self._usage = UsageLog(self.store, background=extract_in_background)
 
     # -- lifecycle --------------------------------------------------------------------------

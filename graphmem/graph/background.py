@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from graphmem.foreground import FOREGROUND, lower_priority
 from graphmem.jobs import Jobs
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class Extraction:
         self.background = background and settings.extract_on_write
         self._lock = threading.Lock()
         self._indexer: TripleIndexer | None = None
-        self._jobs = Jobs("graphmem-extract")
+        self._jobs = Jobs("graphmem-extract", initializer=lower_priority)
 
     def indexer(self) -> TripleIndexer:
         with self._lock:
@@ -104,16 +105,20 @@ class Extraction:
 
     def _run_chunks(self) -> None:
         try:
-            while items := self.store.pending_chunks(BATCH):
-                self.indexer().index(items, chunks=True)
+            with self.store.background():
+                while items := self.store.pending_chunks(BATCH):
+                    self.indexer().index(items, chunks=True, pause=FOREGROUND.step_aside)
         except Exception:  # the chunks stay pending; the next run retries them
             log.exception("background extraction from document chunks failed")
 
     def _run(self, memory_ids: list[str]) -> None:
+        """One batch, stepping aside for requests (graphmem/foreground.py): an owner that
+        starts on a store of unextracted memories works through them while agents use it."""
         try:
-            items = self.store.texts_for_extraction(memory_ids)
-            if items:
-                self.indexer().index(items)
+            with self.store.background():
+                items = self.store.texts_for_extraction(memory_ids)
+                if items:
+                    self.indexer().index(items, pause=FOREGROUND.step_aside)
         except Exception:  # the memories stay pending; the next start or a backfill retries
             log.exception("background extraction failed for %d memories", len(memory_ids))
 

@@ -5,7 +5,7 @@ then write a batch of memories' entities, mentions and facts in one transaction.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["BatchResult", "EmbedNames", "TripleIndexer"]
 
 _EXTRACTING = threading.Lock()  # spaCy pipelines are not safe to share between threads
+# texts extracted between two pauses of background work: spaCy holds the interpreter lock for
+# a few milliseconds a text, so a request waits for at most a slice of them
+PAUSE_SLICE = 8
 
 
 @dataclass
@@ -49,23 +52,40 @@ class TripleIndexer:
         self.extractor = extractor
         self.resolver = EntityResolver(store, embed_names, rules)
 
-    def extract(self, items: Sequence[tuple[str, str]]) -> tuple[list[Extraction], int]:
-        """Run the extractor; returns the extractions and how many texts it failed on."""
-        with _EXTRACTING:
-            before = int(getattr(self.extractor, "errors", 0))
-            extractions = self.extractor.extract([text for _, text in items])
-            return extractions, int(getattr(self.extractor, "errors", 0)) - before
+    def extract(
+        self, items: Sequence[tuple[str, str]], pause: Callable[[], None] | None = None
+    ) -> tuple[list[Extraction], int]:
+        """Run the extractor; returns the extractions and how many texts it failed on. With
+        `pause` (background work), it runs `PAUSE_SLICE` texts at a time and calls `pause`
+        between them."""
+        texts = [text for _, text in items]
+        step = len(texts) if pause is None else PAUSE_SLICE
+        extractions: list[Extraction] = []
+        errors = 0
+        for start in range(0, len(texts), max(step, 1)):
+            if pause is not None:
+                pause()
+            with _EXTRACTING:
+                before = int(getattr(self.extractor, "errors", 0))
+                extractions += self.extractor.extract(texts[start : start + step])
+                errors += int(getattr(self.extractor, "errors", 0)) - before
+        return extractions, errors
 
     def index(
-        self, items: Sequence[tuple[str, str]], *, write: bool = True, chunks: bool = False
+        self,
+        items: Sequence[tuple[str, str]],
+        *,
+        write: bool = True,
+        chunks: bool = False,
+        pause: Callable[[], None] | None = None,
     ) -> BatchResult:
         """Extract from (memory id, text) pairs and write the result; `write=False` only counts.
         With `chunks`, the ids are document chunks' and only their entities are kept: a fact
-        in a document is not something anyone stated as knowledge."""
+        in a document is not something anyone stated as knowledge. `pause`: see `extract`."""
         result = BatchResult(memories=len(items))
         if not items:
             return result
-        extractions, result.errors = self.extract(items)
+        extractions, result.errors = self.extract(items, pause)
         norms = [e.norm for x in extractions for e in x.entities if compact_key(e.norm)]
         resolved = self.resolve(norms, extractions)
         ids, new_rows, aliases = resolved.ids, resolved.rows, resolved.aliases

@@ -102,8 +102,7 @@ class DocumentRepository(EntityRepository):
         table = chunk_table_for(space)
         if table not in self.table_names():
             return set()
-        with self._lock:
-            known = self._load(table, space.dim).ids
+        known = self._read_matrix(table, space.dim, lambda m: m.ids)
         return {i for i in ids if i in known}
 
     # -- writes ---------------------------------------------------------------------------------
@@ -400,6 +399,9 @@ class DocumentRepository(EntityRepository):
     def document_index(self) -> DocumentIndex:
         """Sections, chunks and their keyword postings, read once per process and kept in step
         with this process's writes."""
+        index = self._doc_index
+        if index is not None:  # without the writer's lock: a search never waits for a write
+            return index
         with self._lock:
             if self._doc_index is None:
                 self._doc_index = DocumentIndex.load(self.read_tuples)
@@ -420,10 +422,12 @@ class DocumentRepository(EntityRepository):
         table = chunk_table_for(space)
         if not ids or table not in self.table_names():
             return {}
-        with self._lock:
-            cached = self._load(table, space.dim)
+
+        def take(cached: Any) -> tuple[npt.NDArray[np.float32], list[tuple[str, int]]]:
             matrix = cached.matrix(space.dim)
-            found = cached.ids.within(list(ids), len(matrix))
+            return matrix, cached.ids.within(list(ids), len(matrix))
+
+        matrix, found = self._read_matrix(table, space.dim, take)
         if not found:
             return {}
         scores = matrix[[row for _, row in found]] @ vector

@@ -186,40 +186,61 @@ class EntityRepository(KnowledgeRepository):
         with self.transaction():
             self._forget_extraction(ids)
             self._put_entities(entities, aliases, at=at)
-            if mentions:
-                self.execute(
-                    "UNWIND $rows AS r MATCH (m:Memory {id: r.memory_id}), (e:Entity {id: r.entity_id}) "
-                    "CREATE (m)-[:MENTIONS {name: r.name, extractor: $x}]->(e)",
-                    {"rows": [asdict(m) for m in mentions], "x": extractor},
-                )
-            if facts:
-                rows = [asdict(f) for f in facts]
-                self.execute(
-                    "UNWIND $rows AS r MERGE (f:Fact {id: r.id}) "
-                    "ON CREATE SET f.subject = r.subject, f.predicate = r.predicate, "
-                    "f.object = r.object, f.text = r.text, f.confidence = r.confidence, "
-                    "f.extractor = $x, f.created_at = $at "
-                    "ON MATCH SET f.confidence = CASE WHEN r.confidence > f.confidence "
-                    "THEN r.confidence ELSE f.confidence END",
-                    {"rows": rows, "x": extractor, "at": at},
-                )
-                for rel, end in (("SUBJECT", "subject_id"), ("OBJECT", "object_id")):
-                    self.execute(
-                        f"UNWIND $rows AS r MATCH (f:Fact {{id: r.id}}), (e:Entity {{id: r.{end}}}) "
-                        f"MERGE (f)-[:{rel}]->(e)",
-                        {"rows": rows},
-                    )
-            if provenance:
-                self.execute(
-                    "UNWIND $rows AS r MATCH (f:Fact {id: r.fact_id}), (m:Memory {id: r.memory_id}) "
-                    "CREATE (f)-[:EXTRACTED_FROM {extractor: $x, confidence: r.confidence, at: $at}]->(m)",
-                    {"rows": [asdict(p) for p in provenance], "x": extractor, "at": at},
-                )
+            # one row at a time, each node by key: Kùzu runs an UNWIND that matches two tables
+            # as joins that read both (2 s for 200 mentions at 100k memories, 0.15 s this way)
+            self.execute_each(
+                "MATCH (m:Memory {id: $memory_id}), (e:Entity {id: $entity_id}) "
+                "CREATE (m)-[:MENTIONS {name: $name, extractor: $x}]->(e)",
+                [asdict(m) for m in mentions],
+                x=extractor,
+            )
+            self._put_facts(facts, extractor=extractor, at=at)
+            self.execute_each(
+                "MATCH (f:Fact {id: $fact_id}), (m:Memory {id: $memory_id}) "
+                "CREATE (f)-[:EXTRACTED_FROM {extractor: $x, confidence: $confidence, at: $at}]->(m)",
+                [asdict(p) for p in provenance],
+                x=extractor,
+                at=at,
+            )
             self.execute(
-                "MATCH (m:Memory) WHERE m.id IN $ids SET m.extracted_by = $x",
+                "UNWIND $ids AS i MATCH (m:Memory {id: i}) SET m.extracted_by = $x",
                 {"ids": ids, "x": extractor},
             )
             self.finish_pending(EXTRACT, ids)
+
+    def _put_facts(self, facts: Sequence[FactRow], *, extractor: str, at: datetime) -> None:
+        """New facts with their subject and object, and a higher confidence for known ones
+        (inside the caller's transaction). A fact and its two edges are always written
+        together, so a known fact has them."""
+        if not facts:
+            return
+        known = {
+            r[0]
+            for r in self.execute(
+                "UNWIND $ids AS i MATCH (f:Fact {id: i}) RETURN f.id",
+                {"ids": [f.id for f in facts]},
+            )
+        }
+        if known:
+            self.execute(
+                "UNWIND $rows AS r MATCH (f:Fact {id: r.id}) "
+                "SET f.confidence = CASE WHEN r.confidence > f.confidence "
+                "THEN r.confidence ELSE f.confidence END",
+                {
+                    "rows": [
+                        {"id": f.id, "confidence": f.confidence} for f in facts if f.id in known
+                    ]
+                },
+            )
+        self.execute_each(
+            "MATCH (s:Entity {id: $subject_id}), (o:Entity {id: $object_id}) "
+            "CREATE (f:Fact {id: $id, subject: $subject, predicate: $predicate, object: $object, "
+            "text: $text, confidence: $confidence, extractor: $x, created_at: $at}), "
+            "(f)-[:SUBJECT]->(s), (f)-[:OBJECT]->(o)",
+            [asdict(f) for f in facts if f.id not in known],
+            x=extractor,
+            at=at,
+        )
 
     def _put_entities(
         self, entities: Sequence[EntityRow], aliases: dict[str, str], *, at: datetime
@@ -247,18 +268,18 @@ class EntityRepository(KnowledgeRepository):
     def _forget_extraction(self, memory_ids: list[str]) -> None:
         """Drop the memories' mentions and provenance, then facts no memory supports any more."""
         self.execute(
-            "MATCH (m:Memory)-[r:MENTIONS]->(:Entity) WHERE m.id IN $ids DELETE r",
+            "UNWIND $ids AS i MATCH (m:Memory {id: i})-[r:MENTIONS]->(:Entity) DELETE r",
             {"ids": memory_ids},
         )
         orphans = self.execute(
-            "MATCH (f:Fact)-[r:EXTRACTED_FROM]->(m:Memory) WHERE m.id IN $ids "
+            "UNWIND $ids AS i MATCH (f:Fact)-[r:EXTRACTED_FROM]->(m:Memory {id: i}) "
             "DELETE r RETURN DISTINCT f.id",
             {"ids": memory_ids},
         )
         if orphans:
             self.execute(
-                "MATCH (f:Fact) WHERE f.id IN $f AND NOT EXISTS { MATCH (f)-[:EXTRACTED_FROM]->() } "
-                "DETACH DELETE f",
+                "UNWIND $f AS i MATCH (f:Fact {id: i}) "
+                "WHERE NOT EXISTS { MATCH (f)-[:EXTRACTED_FROM]->() } DETACH DELETE f",
                 {"f": [r[0] for r in orphans]},
             )
 

@@ -8,10 +8,11 @@ step with this process's own writes (the Kùzu file lock means no other process 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +24,8 @@ from graphmem.passages import SEPARATOR, owner, passage_ids
 from graphmem.storage.connection import KuzuConnection
 from graphmem.storage.row_ids import RowIds
 from graphmem.storage.search_cache import SavedMatrix, SearchCache
+
+_T = TypeVar("_T")
 
 VEC_PREFIX = "Vec_"
 PASSAGE_PREFIX = "Psg_"  # a space's passage vectors (graphmem.passages), keyed by passage id
@@ -149,6 +152,10 @@ class VectorTables(KuzuConnection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._matrices: dict[str, _Matrix] = {}
+        # guards the matrices: a recall takes this one, not the writer's lock, so it never
+        # waits for a write's transaction (on 100k memories, background extraction held that
+        # lock for a second at a time). Order: the writer's lock first, then this one.
+        self._vectors_lock = threading.RLock()
         self._search_files = SearchCache(self.home)
         self._search_unsaved = False  # in-memory search structures differ from the saved ones
 
@@ -160,7 +167,19 @@ class VectorTables(KuzuConnection):
         return self._matrices
 
     def _on_rollback(self) -> None:
-        self._cache().clear()
+        with self._vectors_lock:
+            self._cache().clear()
+
+    def _read_matrix(self, table: str, dim: int, take: Callable[[_Matrix], _T]) -> _T:
+        """`take` what a reader needs from the table's matrix while no write changes it. A
+        matrix not read yet is read under the writer's lock as well, so that no transaction
+        commits between the read and the caching (a cached one is kept in step by the writes)."""
+        with self._vectors_lock:
+            cached = self._cache().get(table)
+            if cached is not None:
+                return take(cached)
+        with self._lock, self._vectors_lock:
+            return take(self._load(table, dim))
 
     def vector_tables(self) -> list[str]:
         return sorted(t for t in self.table_names() if t.startswith(VEC_PREFIX))
@@ -181,7 +200,8 @@ class VectorTables(KuzuConnection):
         if table in self.table_names():
             return False
         self.execute(f"CREATE NODE TABLE {table}(id STRING PRIMARY KEY, vec FLOAT[{dim}])")
-        self._cache().pop(table, None)
+        with self._vectors_lock:
+            self._cache().pop(table, None)
         self.schema_changed()
         return True
 
@@ -245,10 +265,11 @@ class VectorTables(KuzuConnection):
                 with self.transaction():  # joins the caller's, if any
                     self.query_result(f"COPY {name} FROM $t", {"t": table})
                     self.checkpoint_at_commit()
-            cached = self._cache().get(name)
-            if cached is not None:
-                cached.append(ids, vectors)
-                self._search_unsaved = True
+            with self._vectors_lock:
+                cached = self._cache().get(name)
+                if cached is not None:
+                    cached.append(ids, vectors)
+                    self._search_unsaved = True
             self.content_changed()
 
     def delete_vectors(self, ids: Sequence[str]) -> None:
@@ -267,9 +288,10 @@ class VectorTables(KuzuConnection):
 
     def _delete_rows(self, table: str, gone: set[str]) -> None:
         self.execute(f"MATCH (v:{table}) WHERE v.id IN $ids DELETE v", {"ids": list(gone)})
-        cached = self._cache().get(table)
-        if cached is not None and cached.drop(gone):
-            self._search_unsaved = True
+        with self._vectors_lock:
+            cached = self._cache().get(table)
+            if cached is not None and cached.drop(gone):
+                self._search_unsaved = True
 
     def vector_count(self, space: EmbeddingSpace) -> int:
         if table_for(space) not in self.table_names():
@@ -278,22 +300,20 @@ class VectorTables(KuzuConnection):
 
     def vector_ids(self, space: EmbeddingSpace) -> RowIds:
         """Ids with a vector in the space (a live view of the cached index: do not change it)."""
-        with self._lock:
-            return self._load(table_for(space), space.dim).ids
+        return self._read_matrix(table_for(space), space.dim, lambda m: m.ids)
 
     def vectors(self, space: EmbeddingSpace) -> tuple[RowIds, npt.NDArray[np.float32]]:
         """(row ids, matrix) of every vector in the space, read once per process. An id written
         twice has two rows; `RowIds.rows` gives the latest."""
-        with self._lock:
-            cached = self._load(table_for(space), space.dim)
-            return cached.ids, cached.matrix(space.dim)
+        return self._read_matrix(
+            table_for(space), space.dim, lambda m: (m.ids, m.matrix(space.dim))
+        )
 
     def warm_vectors(self, space: EmbeddingSpace) -> None:
         """Read the space's vectors and passages now, before a recall needs them."""
-        with self._lock:
-            for table in (table_for(space), passage_table_for(space)):
-                if table in self.table_names():
-                    self._load(table, space.dim)
+        for table in (table_for(space), passage_table_for(space)):
+            if table in self.table_names():
+                self._read_matrix(table, space.dim, lambda m: None)
 
     def nearest(
         self,
@@ -320,8 +340,7 @@ class VectorTables(KuzuConnection):
         """Ids of the memories with passage vectors in the space."""
         if passage_table_for(space) not in self.table_names():
             return set()
-        with self._lock:
-            ids = self._load(passage_table_for(space), space.dim).ids
+        ids = self._read_matrix(passage_table_for(space), space.dim, lambda m: m.ids)
         first = f"{SEPARATOR}0"
         return {owner(i) for i in ids if i.endswith(first)}
 
@@ -331,11 +350,13 @@ class VectorTables(KuzuConnection):
         """The passage matrix, and (passage id, row) of the memories' passages, in order."""
         if not ids or passage_table_for(space) not in self.table_names():
             return np.zeros((0, space.dim), np.float32), []
-        with self._lock:
-            cached = self._load(passage_table_for(space), space.dim)
+        wanted = [p for i in ids for p in passage_ids(i)]
+
+        def take(cached: _Matrix) -> tuple[npt.NDArray[np.float32], list[tuple[str, int]]]:
             matrix = cached.matrix(space.dim)
-            found = cached.ids.within([p for i in ids for p in passage_ids(i)], len(matrix))
-        return matrix, found
+            return matrix, cached.ids.within(wanted, len(matrix))
+
+        return self._read_matrix(passage_table_for(space), space.dim, take)
 
     def passage_vectors(
         self, space: EmbeddingSpace, ids: Sequence[str]
@@ -375,11 +396,13 @@ class VectorTables(KuzuConnection):
         top: int,
         mask: npt.NDArray[np.bool_] | None = None,
     ) -> list[tuple[str, float]]:
-        with self._lock:
-            cached = self._load(table, dim)
+
+        def take(cached: _Matrix) -> tuple[npt.NDArray[np.float32], RowIds, Any]:
             matrix = cached.matrix(dim)
-            ids = cached.ids
             projected = cached.projection(matrix) if len(matrix) >= PROJECT_MIN_ROWS else None
+            return matrix, cached.ids, projected
+
+        matrix, ids, projected = self._read_matrix(table, dim, take)
         top = min(top, len(matrix))
         if top <= 0:
             return []

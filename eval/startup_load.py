@@ -1,0 +1,84 @@
+"""Recall through the owner while it works through a backlog it found at start: a store whose
+memories wait for extraction (imported with extraction off), served by an owner with extraction
+on, as a new user's first start after an import meets it.
+
+The store is copied first, so every run starts from the same backlog. Recall is timed on the
+copy served idle (an owner with extraction off), then from the start of an owner that extracts,
+for `seconds`; both paced as an agent asks, a query and then `think` seconds. The result says
+how fast the backlog drained meanwhile, since background work that never runs would pass the
+latency test too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eval.owner import served
+from eval.steward_load import percentiles, queries_from
+
+IDLE_QUERIES = 200
+
+
+def run_startup_load(
+    store: Path, embedding: str, *, seconds: float = 60.0, think: float = 0.1
+) -> dict[str, Any]:
+    """Idle recall latency, then recall latency and the backlog's drain during an owner's
+    first `seconds` on a copy of `store`."""
+    with tempfile.TemporaryDirectory(prefix="graphmem-startup-") as tmp:
+        home = Path(tmp) / "store"
+        shutil.copytree(store, home, ignore=shutil.ignore_patterns("owner.*", "*.lock"))
+        with served(home, embedding) as asker:
+            texts = [m.content for m in asker.list(limit=1000).memories]
+            queries = queries_from(texts, 500, seed=7)
+            for query in queries[:20]:  # warm: columns read, caches filled
+                asker.recall(query)
+            idle = _paced(asker, queries, think, count=IDLE_QUERIES)
+            memories = asker.stats().total
+        started = time.perf_counter()
+        with served(home, embedding, extract=True) as asker:
+            up = time.perf_counter() - started
+            before = asker.stats().backlog
+            busy = _paced(asker, queries, think, seconds=seconds)
+            after = asker.stats().backlog
+            elapsed = time.perf_counter() - started - up
+    idle_stats, busy_stats = percentiles(idle), percentiles(busy)
+    drained = before.get("extraction", 0) - after.get("extraction", 0)
+    return {
+        "memories": memories,
+        "embedding": embedding,
+        "think_seconds": think,
+        "owner_start_seconds": round(up, 2),
+        "backlog_at_start": before,
+        "backlog_at_end": after,
+        "extracted_per_second": round(drained / elapsed, 1),
+        "recall_idle": idle_stats,
+        "recall_during_backlog": busy_stats,
+        "p50_ratio": round(busy_stats["p50_ms"] / max(idle_stats["p50_ms"], 1e-3), 2),
+        "p95_ratio": round(busy_stats["p95_ms"] / max(idle_stats["p95_ms"], 1e-3), 2),
+    }
+
+
+def _paced(
+    asker: Any,
+    queries: Sequence[str],
+    think: float,
+    *,
+    count: int | None = None,
+    seconds: float | None = None,
+) -> list[float]:
+    """Recall after recall with `think` seconds between, `count` of them or for `seconds`."""
+    took: list[float] = []
+    deadline = None if seconds is None else time.monotonic() + seconds
+    while (count is None or len(took) < count) and (
+        deadline is None or time.monotonic() < deadline
+    ):
+        started = time.perf_counter()
+        asker.recall(queries[len(took) % len(queries)])
+        took.append(time.perf_counter() - started)
+        time.sleep(think)
+    return took
