@@ -296,7 +296,7 @@ class VectorTables(KuzuConnection):
     def vector_count(self, space: EmbeddingSpace) -> int:
         if table_for(space) not in self.table_names():
             return 0
-        return int(self.execute(f"MATCH (v:{table_for(space)}) RETURN count(*)")[0][0])
+        return int(self.read(f"MATCH (v:{table_for(space)}) RETURN count(*)")[0][0])
 
     def vector_ids(self, space: EmbeddingSpace) -> RowIds:
         """Ids with a vector in the space (a live view of the cached index: do not change it)."""
