@@ -20,6 +20,7 @@ import numpy as np
 from graphmem.graph.models import PathStep
 from graphmem.models import Memory
 from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
+from graphmem.storage.entity_index import EntityIndex
 from graphmem.storage.store import KuzuStore
 
 MAX_MEMORIES = 700  # memories the walk may gather (LoCoMo dev R@10 the same as with 1,500)
@@ -49,6 +50,10 @@ class Subgraph:
     entities: set[str] = field(default_factory=set)
     names: dict[str, str] = field(default_factory=dict)  # entity node -> name, for paths
     entity_names: Mapping[str, str] = field(default_factory=dict)  # entity id -> name, else
+    # node -> the nodes an edge joins it to, kept as edges are added: the paths read only the
+    # neighbours of the few nodes they settle, and building this after the walk cost a pass
+    # over every edge
+    adjacent: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
     def link(self, a: str, b: str, relation: str, weight: float, forward: bool = True) -> None:
         """Undirected for the walk; `forward` records which way the relation reads. The
@@ -57,18 +62,23 @@ class Subgraph:
         known = self.edges.get(key)
         if known is not None and known.weight >= weight:
             return
+        if known is None:
+            self.adjacent[a].append(b)
+            self.adjacent[b].append(a)
         self.edges[key] = Edge(weight, relation, a if forward else b)
         self.nodes.update(dict.fromkeys((a, b)))
 
     def mentions(self, pairs: Iterable[tuple[str, str]], weights: Mapping[str, float]) -> None:
         """Memory-entity edges in bulk, `weights` by entity: the same pair always weighs the
         same, and nothing else joins a memory to an entity, so the first edge stands."""
-        edges, nodes = self.edges, self.nodes
+        edges, nodes, adjacent = self.edges, self.nodes, self.adjacent
         for memory_id, entity_id in pairs:
             key = ("e:" + entity_id, "m:" + memory_id)  # "e:" sorts before "m:"
             if key not in edges:
                 edges[key] = Edge(weights[entity_id], "mentions", key[1])
                 nodes[key[0]] = nodes[key[1]] = None
+                adjacent[key[0]].append(key[1])
+                adjacent[key[1]].append(key[0])
 
     def edge(self, a: str, b: str) -> Edge:
         return self.edges[(a, b) if a < b else (b, a)]
@@ -133,12 +143,32 @@ def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph
         for before, after in _session_pairs(store, frontier):
             if admitted(before) and admitted(after):
                 sub.link(_m(before), _m(after), "next_in_session", 0.5)
-        sub.mentions(
-            [(m, e) for e, m in store.memories_mentioning(walkable) if admitted(m)], weights
-        )
+        sub.mentions(_reached(index, walkable, admitted), weights)
         frontier = list(admitted.new)
         sub.memories.update(frontier)
     return sub
+
+
+def _reached(
+    index: EntityIndex, walkable: Sequence[str], admitted: _Admission
+) -> list[tuple[str, str]]:
+    """(memory, entity) for each memory naming a walkable entity that the round admits, the
+    entities offered in order. Once the room is gone only memories already in can be reached,
+    and those are found from their own entities: a few thousand lookups, where going through
+    every memory that names any of thousands of entities took 100 ms at 100k memories."""
+    pairs: list[tuple[str, str]] = []
+    for i, entity in enumerate(walkable):
+        if admitted.full:
+            rest = set(walkable[i:])
+            pairs += [
+                (memory, e)
+                for memory in itertools.chain(admitted.known, admitted.new)
+                for e in index.entities_of.get(memory, ())
+                if e in rest
+            ]
+            break
+        pairs += [(m, entity) for m in index.memories_of.get(entity, ()) if admitted(m)]
+    return pairs
 
 
 class _Admission:
@@ -149,6 +179,10 @@ class _Admission:
         self.known = known
         self.room = room
         self.new: dict[str, None] = {}  # in the order admitted
+
+    @property
+    def full(self) -> bool:
+        return len(self.new) >= self.room
 
     def __call__(self, memory_id: str) -> bool:
         if memory_id in self.known or memory_id in self.new:
@@ -192,10 +226,7 @@ def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dic
     wanted = {_m(m) for m in memory_ids if _m(m) in sub.nodes}
     if not sources:
         return {}
-    around: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for (a, b), edge in sub.edges.items():
-        around[a].append((b, 1.0 / edge.weight))
-        around[b].append((a, 1.0 / edge.weight))
+    edges, adjacent = sub.edges, sub.adjacent
     cost = dict.fromkeys(sources, 0.0)
     previous: dict[str, str] = {}
     queue = [(0.0, node) for node in sources]
@@ -206,8 +237,11 @@ def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dic
         if node in settled:
             continue
         settled.add(node)
-        for other, step in around.get(node, ()):
-            if other not in settled and so_far + step < cost.get(other, math.inf):
+        for other in adjacent.get(node, ()):
+            if other in settled:
+                continue
+            step = 1.0 / edges[(node, other) if node < other else (other, node)].weight
+            if so_far + step < cost.get(other, math.inf):
                 cost[other] = so_far + step
                 previous[other] = node
                 heapq.heappush(queue, (so_far + step, other))

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from graphmem.errors import InvalidInput, NotFound
+from graphmem.heap import settled
 from graphmem.storage.entity_index import EntityIndex
 from graphmem.storage.knowledge import KnowledgeRepository
 from graphmem.storage.pending import EXTRACT
@@ -86,18 +87,20 @@ class EntityRepository(KnowledgeRepository):
             if self._entity_index is None or self._entity_index[0] != generation:
                 self._entity_index = (
                     generation,
-                    EntityIndex(
-                        self.read_arrow(
-                            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id"
-                        ),
-                        self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name"),
-                        self.read_arrow(
-                            "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
-                            "RETURN s.id, f.predicate, o.id, f.id"
-                        ),
-                        self.read_arrow(
-                            "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id"
-                        ),
+                    settled(
+                        EntityIndex(
+                            self.read_arrow(
+                                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id"
+                            ),
+                            self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name"),
+                            self.read_arrow(
+                                "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
+                                "RETURN s.id, f.predicate, o.id, f.id"
+                            ),
+                            self.read_arrow(
+                                "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id"
+                            ),
+                        )
                     ),
                 )
             return self._entity_index[1]

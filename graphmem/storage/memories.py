@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput, NotFound
+from graphmem.heap import settled
 from graphmem.idempotency import StoreKey
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
 from graphmem.storage.columns import (
@@ -310,10 +311,10 @@ class MemoryRepository(VectorTables, PendingWork):
             loaded = saved.columns(FIELDS) if saved else None
             if loaded is None:
                 table = self.read_arrow(f"MATCH (m:Memory) RETURN {COLUMNS}")
-                self._columns = MemoryColumns(table.rename_columns(list(FIELDS)))
+                self._columns = settled(MemoryColumns(table.rename_columns(list(FIELDS))))
                 self._search_unsaved = True
             else:
-                self._columns = MemoryColumns(*loaded)
+                self._columns = settled(MemoryColumns(*loaded))
         self._columns.refresh(self._read_rows)
         return self._columns
 
@@ -524,7 +525,7 @@ class MemoryRepository(VectorTables, PendingWork):
                 index = KeywordIndex()
                 index.add(table.column(0).to_pylist(), table.column(1).combine_chunks())
                 self._search_unsaved = True
-            self._keywords = index
+            self._keywords = settled(index)
         return self._keywords
 
     def _before_close(self) -> None:
