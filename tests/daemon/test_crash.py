@@ -188,6 +188,7 @@ def _kill_import_rounds(tmp_path: Path, lines: int, kills: int, *, seed: int = 0
             except subprocess.TimeoutExpired:
                 client.kill()
                 client.wait()
+            _stop_owner(env)  # one the client started again after the kill, if any
             held = _checked_after_kill(settings, ids, multi)
             assert held >= latest, "an import lost lines an earlier open found committed"
             latest = held
@@ -196,9 +197,7 @@ def _kill_import_rounds(tmp_path: Path, lines: int, kills: int, *, seed: int = 0
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
         assert (report["skipped"], report["imported"]) == (latest, lines - latest)
-        stop = [sys.executable, "-m", "graphmem", "daemon", "stop", "--json"]
-        stopped = subprocess.run(stop, capture_output=True, text=True, env=env, timeout=120)
-        assert stopped.returncode == 0, stopped.stderr
+        _stop_owner(env)
 
         overrides = {"extract_on_write": True, "extractor": "rules"}
         drained = load_settings(home, environ={}, overrides=overrides)
@@ -214,6 +213,12 @@ def _kill_import_rounds(tmp_path: Path, lines: int, kills: int, *, seed: int = 0
         for pid in started:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _stop_owner(env: dict[str, str]) -> None:
+    stop = [sys.executable, "-m", "graphmem", "daemon", "stop", "--json"]
+    stopped = subprocess.run(stop, capture_output=True, text=True, env=env, timeout=120)
+    assert stopped.returncode == 0, stopped.stderr
 
 
 @pytest.mark.parametrize(
