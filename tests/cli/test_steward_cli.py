@@ -38,6 +38,7 @@ def invoke(home: Path) -> Callable[..., Result]:
         GRAPHMEM_HOME=str(home),
         GRAPHMEM_EMBEDDING_PROVIDER="hash",
         GRAPHMEM_EXTRACT_ON_WRITE="false",
+        GRAPHMEM_DAEMON_IDLE_TIMEOUT="5",  # an owner a writing command started goes away
     )
     return lambda *args: runner.invoke(app, list(args), env=env)
 
