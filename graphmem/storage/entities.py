@@ -330,8 +330,8 @@ class EntityRepository(KnowledgeRepository):
     def mark_pending_extraction(self, memory_ids: Sequence[str]) -> None:
         """Their text changed: what was extracted from the old text is stale."""
         with self.transaction():
-            self.execute(
-                "MATCH (m:Memory) WHERE m.id IN $ids SET m.extracted_by = NULL",
+            self.execute(  # by key: an update marks one memory, `IN` scanned them all
+                "UNWIND $ids AS i MATCH (m:Memory {id: i}) SET m.extracted_by = NULL",
                 {"ids": list(memory_ids)},
             )
             self.put_pending(EXTRACT, memory_ids)

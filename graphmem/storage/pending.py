@@ -60,8 +60,7 @@ class PendingWork(KuzuConnection):
         transaction, so it is done exactly when its result commits."""
         keys = [pending_key(work, i) for i in dict.fromkeys(items)]
         if len(keys) <= POINT_KEYS:
-            for key in keys:
-                self.execute("MATCH (p:Pending {key: $k}) DELETE p", {"k": key})
+            self.execute_each("MATCH (p:Pending {key: $k}) DELETE p", [{"k": k} for k in keys])
         else:
             self.execute("UNWIND $k AS k MATCH (p:Pending {key: k}) DELETE p", {"k": keys})
 
