@@ -62,7 +62,8 @@ from graphmem.models import (
 from graphmem.passage_work import IMPORT_BATCH, PassageWork
 from graphmem.passages import passage_ids, passages, passages_of
 from graphmem.recall.config import RecallConfig, get_recipe
-from graphmem.recall.pipeline import recall as run_recall
+from graphmem.recall.pipeline import Search, hydrate
+from graphmem.recall.pipeline import rank as rank_candidates
 from graphmem.recall.query import embedding_text
 from graphmem.recall.warnings import dead_end_warnings, missing_vector_warnings
 from graphmem.sessions.checkpoint import CheckpointOps
@@ -332,6 +333,14 @@ class GraphMemory(
             if isinstance(recipe, RecallConfig)
             else get_recipe(recipe or self.settings.recall_recipe)
         )
+        wanted = validate_filter(filters)
+        search = self._rank(query, config, wanted)
+        hits = hydrate(self.store, search.ranked[:limit], wanted, search.config, explain=explain)
+        return self._recalled(search, hits, targeted=bool(filters))
+
+    def _rank(self, query: str, config: RecallConfig, filters: MemoryFilter) -> Search:
+        """Every candidate of hybrid recall scored, without reading their memories: multi-hop
+        recall fuses a hundred of them and shows ten."""
         query_vector = None
         warnings: list[RecallWarning] = []
         degraded = False
@@ -350,30 +359,28 @@ class GraphMemory(
             from graphmem.graph.multihop import answer_clues
 
             clues = partial(answer_clues, self.store, query)
-        hits: list[Hit] = run_recall(
-            self.store,
-            query,
-            query_vector,
-            space,
-            validate_filter(filters),
-            config,
-            limit=limit,
-            explain=explain,
-            clues=clues,
+        ranked, scored_by = rank_candidates(
+            self.store, query, query_vector, space, filters, config, clues=clues
         )
+        return Search(query, ranked, scored_by, warnings, degraded, query_vector, space)
+
+    def _recalled(self, search: Search, hits: Sequence[Hit], *, targeted: bool) -> RecallResult:
+        """The hits shown, with their successors, the dead ends near them, and their use noted."""
         superseded = [h.memory.id for h in hits if h.memory.lifecycle == "superseded"]
         if superseded:
             successors = self.store.newest_successors(superseded)
             for hit in hits:
                 hit.superseded_by = successors.get(hit.memory.id)
-        warnings += dead_end_warnings(self.store, hits, query_vector, space)
-        self._usage.note([h.memory.id for h in hits], targeted=bool(filters))
+        warnings = search.warnings + dead_end_warnings(
+            self.store, hits, search.vector, search.space
+        )
+        self._usage.note([h.memory.id for h in hits], targeted=targeted)
         return RecallResult(
-            query=query,
-            hits=hits,
+            query=search.query,
+            hits=[*hits],
             warnings=warnings,
-            degraded=degraded,
-            embedding_space=space.label if space else None,
+            degraded=search.degraded,
+            embedding_space=search.space.label if search.space else None,
         )
 
     # -- power tools ------------------------------------------------------------------------

@@ -106,33 +106,27 @@ def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph
     sub.nodes.update(dict.fromkeys(_m(seed) for seed in seeds))
     frontier = list(seeds)
     expanded: set[str] = set()
-    degrees: dict[str, int] = {}
-    weights: dict[str, float] = {}
+    memories_of = index.memories_of
 
-    def weigh(entities: Iterable[str]) -> None:
-        for entity in entities:
-            if entity not in degrees:
-                degrees[entity] = len(index.memories_of.get(entity, ()))
-                weights[entity] = 1.0 / math.log(2 + max(degrees[entity], 1))
+    def degree(entity: str) -> int:
+        return len(memories_of.get(entity, ()))
 
     for _ in range(max_hops):
         if not frontier or len(sub.memories) >= MAX_MEMORIES:
             break
         pairs = [(m, e) for m in frontier for e in index.entities_of.get(m, ())]
         named = dict.fromkeys(e for _, e in pairs)
-        weigh(named)
-        sub.mentions(pairs, weights)
+        sub.mentions(pairs, index.weights)
         fresh = [e for e in named if e not in expanded]
         # facts join entities: the walk may cross from one named thing to another
         linked: set[str] = set()
         for subject, predicate, obj, _ in index.facts_between(fresh):
             sub.link(_e(subject), _e(obj), predicate, 1.0)
             linked.update((subject, obj))
-        weigh(linked)
         # the rarest names first: the room left goes to what a specific name reaches
         walkable = sorted(
-            (e for e in set(fresh) | linked if degrees[e] <= HUB_MENTIONS),
-            key=lambda e: (degrees[e], e),
+            (e for e in set(fresh) | linked if degree(e) <= HUB_MENTIONS),
+            key=lambda e: (degree(e), e),
         )
         expanded.update(fresh)
         sub.entities.update(fresh, linked)
@@ -143,7 +137,7 @@ def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph
         for before, after in _session_pairs(store, frontier):
             if admitted(before) and admitted(after):
                 sub.link(_m(before), _m(after), "next_in_session", 0.5)
-        sub.mentions(_reached(index, walkable, admitted), weights)
+        sub.mentions(_reached(index, walkable, admitted), index.weights)
         frontier = list(admitted.new)
         sub.memories.update(frontier)
     return sub
@@ -152,22 +146,27 @@ def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph
 def _reached(
     index: EntityIndex, walkable: Sequence[str], admitted: _Admission
 ) -> list[tuple[str, str]]:
-    """(memory, entity) for each memory naming a walkable entity that the round admits, the
-    entities offered in order. Once the room is gone only memories already in can be reached,
-    and those are found from their own entities: a few thousand lookups, where going through
-    every memory that names any of thousands of entities took 100 ms at 100k memories."""
+    """(memory, entity) for each memory this round admits and each walkable entity it names,
+    the entities offered in order. A memory of an earlier round is left out: it was in a
+    frontier, and every entity a frontier memory names is linked at the start of a round.
+    Once the room is gone only memories already in can be reached, and those are found from
+    their own entities: a few thousand lookups, where going through every memory that names
+    any of thousands of entities took 100 ms at 100k memories."""
     pairs: list[tuple[str, str]] = []
+    known = admitted.known
     for i, entity in enumerate(walkable):
         if admitted.full:
             rest = set(walkable[i:])
             pairs += [
                 (memory, e)
-                for memory in itertools.chain(admitted.known, admitted.new)
+                for memory in admitted.new
                 for e in index.entities_of.get(memory, ())
                 if e in rest
             ]
             break
-        pairs += [(m, entity) for m in index.memories_of.get(entity, ()) if admitted(m)]
+        pairs += [
+            (m, entity) for m in index.memories_of.get(entity, ()) if m not in known and admitted(m)
+        ]
     return pairs
 
 
@@ -278,7 +277,7 @@ def answer_hop(
     linked into the subgraph, so the hit's path shows it. Measured on LoCoMo dev:
     docs/recall.md#multi-hop-recall."""
     names = parse_names(query)
-    people = sorted(set(store.resolve_norms(names).values())) if names else []
+    people = sorted(set(store.entity_index().resolve(names).values())) if names else []
     if not people:
         return {}
     clues: dict[str, float] = {}

@@ -5,6 +5,7 @@ graph/background.py.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from graphmem.graph.models import (
     MultiHopResult,
     Neighbour,
 )
-from graphmem.models import RecallWarning, validate_filter
+from graphmem.models import Hit, MemoryFilter, RecallWarning, validate_filter
 from graphmem.recall.config import get_recipe
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from graphmem.graph.background import Extraction
     from graphmem.knowledge.models import CitationState
     from graphmem.models import RecallResult
+    from graphmem.recall.config import RecallConfig
+    from graphmem.recall.pipeline import Search
     from graphmem.settings import Settings
     from graphmem.storage.store import KuzuStore
 
@@ -72,6 +75,12 @@ class GraphOps:
             filters: Filters = None,
             explain: bool = False,
             recipe: Any = None,
+        ) -> RecallResult: ...
+
+        def _rank(self, query: str, config: RecallConfig, filters: MemoryFilter) -> Search: ...
+
+        def _recalled(
+            self, search: Search, hits: Sequence[Hit], *, targeted: bool
         ) -> RecallResult: ...
 
     # -- extraction on write ----------------------------------------------------------------
@@ -266,45 +275,41 @@ class GraphOps:
             )
         # the answer hop's clues are fused below, with their paths: recall leaves them out
         plain = get_recipe(self.settings.recall_recipe).model_copy(update={"w_answer": 0.0})
-        recalled = self.recall(query, limit=max(POOL, limit, seed_k), filters=filters, recipe=plain)
+        wanted = validate_filter(filters)
+        search = self._rank(query, plain, wanted)
+        # recall's scores as its hits carry them; its memories are read only for the hits shown
+        recalled = {
+            cand.memory_id: round(score, 6)
+            for cand, score in search.ranked[: max(POOL, limit, seed_k)]
+        }
         pending = self.store.backlog()["extraction"]
         if pending:
-            recalled.warnings.append(backlog_warning(pending))
-        if not recalled.hits:
-            return MultiHopResult(query=query, warnings=recalled.warnings)
-        seeds = {h.memory.id: h.score for h in recalled.hits[:seed_k]}
+            search.warnings.append(backlog_warning(pending))
+        if not recalled:
+            return MultiHopResult(query=query, warnings=search.warnings)
+        seeds = dict(itertools.islice(recalled.items(), seed_k))
         sub = multihop.gather(self.store, list(seeds), max_hops=max_hops)
         walked = multihop.rank(sub, seeds, damping=damping)
-        gathered = [h.memory.id for h in recalled.hits]
-        clues = multihop.answer_hop(self.store, query, sub, gathered) if max_hops else {}
-        scores = multihop.fuse(
-            {h.memory.id: h.score for h in recalled.hits},
-            walked,
-            set(seeds),
-            graph_weight,
-            clues,
-            answer_weight,
-        )
-        known = {h.memory.id: h for h in recalled.hits}
-        reached = [m for m in scores if m not in known]
-        allowed = set(known) | self._allowed(filters, reached)
+        clues = multihop.answer_hop(self.store, query, sub, list(recalled)) if max_hops else {}
+        scores = multihop.fuse(recalled, walked, set(seeds), graph_weight, clues, answer_weight)
+        reached = [m for m in scores if m not in recalled]
+        allowed = set(recalled) | self._allowed(wanted, reached)
         top = [m for m in sorted(scores, key=lambda m: -scores[m]) if m in allowed][:limit]
         paths = multihop.trace(sub, list(seeds), top)
         on_paths = {n[2:] for nodes in paths.values() for n in nodes if n[:2] == "m:"}
-        memories = {h.memory.id: h.memory for h in recalled.hits}
-        memories |= self.store.get_memories(sorted((on_paths | set(top)) - set(memories)))
+        memories = self.store.get_memories(sorted(on_paths | set(top)))
+        shown = [Hit(memory=memories[m], score=round(scores[m], 6)) for m in top if m in memories]
+        result = self._recalled(search, shown, targeted=bool(filters))
         hits = []
-        for memory_id in top:
-            if memory_id not in memories:
-                continue
+        for hit in shown:
+            memory_id = hit.memory.id
             nodes = paths.get(memory_id)
             steps = multihop.render(sub, nodes, memories) if nodes else []
-            hit = known.get(memory_id)
             hits.append(
                 MultiHopHit(
-                    memory=memories[memory_id],
-                    score=round(scores[memory_id], 6),
-                    superseded_by=hit.superseded_by if hit else None,
+                    memory=hit.memory,
+                    score=hit.score,
+                    superseded_by=hit.superseded_by,
                     seed=memory_id in seeds,
                     hops=sum(n[:2] == "m:" for n in nodes[1:]) if nodes else None,
                     path=steps,
@@ -318,7 +323,7 @@ class GraphOps:
             query=query,
             hits=hits,
             sections=linked_sections(self.store, labels, limit=limit),
-            warnings=recalled.warnings,
+            warnings=result.warnings,
             subgraph={
                 "memories": len(sub.memories),
                 "entities": len(sub.entities),
@@ -326,10 +331,9 @@ class GraphOps:
             },
         )
 
-    def _allowed(self, filters: Filters, memory_ids: Sequence[str]) -> set[str]:
+    def _allowed(self, wanted: MemoryFilter, memory_ids: Sequence[str]) -> set[str]:
         """The walk may pass through any memory; the hits obey the caller's filters (and, as
         recall's do, leave archived memories out unless asked)."""
-        wanted = validate_filter(filters)
         if wanted.is_empty() and not self.store.has_archived():
             return set(memory_ids)
         return set(self.store.get_scoring_rows(memory_ids, wanted))

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from graphmem.embeddings.base import EmbeddingSpace
-from graphmem.models import Hit, MemoryFilter, stored_time, utcnow
+from graphmem.models import Hit, MemoryFilter, RecallWarning, stored_time, utcnow
 from graphmem.recall.config import RecallConfig
 from graphmem.recall.query import ParsedQuery, parse_query
 from graphmem.storage.columns import ScoringRow
@@ -35,6 +35,22 @@ class Candidate:
     vector_rank: int | None = None
     keyword_rank: int | None = None
     features: dict[str, float] = field(default_factory=dict)
+
+
+Ranked = list[tuple[Candidate, float]]  # best first
+
+
+@dataclass
+class Search:
+    """A query's candidates ranked, before any memory is read, and what recall says of them."""
+
+    query: str
+    ranked: Ranked
+    config: RecallConfig  # as it scored: `rank`
+    warnings: list[RecallWarning]
+    degraded: bool  # the query could not be embedded: keyword scores only
+    vector: npt.NDArray[np.float32] | None
+    space: EmbeddingSpace | None
 
 
 def _vector_candidates(
@@ -101,9 +117,25 @@ def recall(
     explain: bool,
     clues: Callable[[Collection[str]], Mapping[str, float]] | None = None,
 ) -> list[Hit]:
-    """`clues`: given the candidates, memory id -> strength of the answer hop's clue in it
-    (graph.multihop), fused with `config.w_answer`; a clue outside the candidates joins them if
-    it passes the filters."""
+    """The best `limit` candidates of `rank`, as hits."""
+    ranked, scored_by = rank(store, query, vector, space, filters, config, clues=clues)
+    return hydrate(store, ranked[:limit], filters, scored_by, explain=explain)
+
+
+def rank(
+    store: KuzuStore,
+    query: str,
+    vector: npt.NDArray[np.float32] | None,
+    space: EmbeddingSpace | None,
+    filters: MemoryFilter,
+    config: RecallConfig,
+    *,
+    clues: Callable[[Collection[str]], Mapping[str, float]] | None = None,
+) -> tuple[Ranked, RecallConfig]:
+    """Every candidate with its score, best first, and the recipe as it scored them (a question
+    after several things weighs the features otherwise). `clues`: given the candidates, memory id ->
+    strength of the answer hop's clue in it (graph.multihop), fused with `config.w_answer`; a
+    clue outside the candidates joins them if it passes the filters."""
     # list and recall hide archived memories unless asked; filter only when something is hidden
     restricted = not filters.is_empty() or store.has_archived()
     only = filters if restricted else None
@@ -134,7 +166,7 @@ def recall(
         top = config.keyword_candidates * (2 if restricted else 1)
         keyword_hits = store.keyword_search(query_text(query), top=top)
     if not vector_hits and not keyword_hits:
-        return []
+        return [], config
     # one round trip fetches the scoring rows of the candidates that pass the filters
     rows = store.get_scoring_rows([i for i, _ in vector_hits + keyword_hits], only)
     passed = [(i, s) for i, s in vector_hits if i in rows]
@@ -155,7 +187,7 @@ def recall(
         cand = candidates.setdefault(memory_id, Candidate(memory_id))
         cand.bm25, cand.keyword_rank = score, rank
     if not candidates:
-        return []
+        return [], config
     rows = {k: rows[k] for k in candidates}
     if matrix is not None and vector is not None and positions is not None:
         # every candidate's own cosine, and the best passage's of those not looked at yet
@@ -201,9 +233,16 @@ def recall(
             key=lambda pair: rows[pair[0].memory_id].lifecycle == "canonical" and pair[1] >= bar,
             reverse=True,
         )
-    memories = store.get_memories([cand.memory_id for cand, _ in scored[:limit]])
+    return scored, config
+
+
+def hydrate(
+    store: KuzuStore, ranked: Ranked, filters: MemoryFilter, config: RecallConfig, *, explain: bool
+) -> list[Hit]:
+    """Hits of the ranked candidates, with their memories (the costly part: ~35 us each)."""
+    memories = store.get_memories([cand.memory_id for cand, _ in ranked])
     hits = []
-    for cand, score in scored[:limit]:
+    for cand, score in ranked:
         if cand.memory_id not in memories:  # deleted since it was scored
             continue
         hits.append(

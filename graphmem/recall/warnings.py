@@ -7,6 +7,8 @@ hits, or when its meaning is close to the query's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -20,7 +22,7 @@ MAX_WARNINGS = 3
 
 def dead_end_warnings(
     store: KuzuStore,
-    hits: list[Hit],
+    hits: Sequence[Hit],
     query_vector: npt.NDArray[np.float32] | None,
     space: EmbeddingSpace | None,
 ) -> list[RecallWarning]:

@@ -130,6 +130,7 @@ class MemoryColumns:
         self._stale: set[str] = set()
         self._base_speakers: frozenset[str] | None = None
         self._base_archived: list[str] | None = None  # ids archived in the base table
+        self._sessions: tuple[dict[str, tuple[int, int]], pa.Array] | None = None
 
     def put(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Whole memories (as `memory_to_row` gives them): a field of _KEPT the row lacks keeps
@@ -241,25 +242,42 @@ class MemoryColumns:
         return {row.id for row in rows if row.passes(filters)}
 
     def in_sessions(self, sessions: Sequence[str]) -> dict[str, list[str]]:
-        """Each session's memory ids in the order they were stored (ids are monotonic)."""
-        picked = self.table.filter(
-            pc.is_in(self.table["session_id"], value_set=pa.array(sessions, pa.string()))
-        )
-        pairs = [
-            (session, memory_id)
-            for session, memory_id in zip(
-                picked["session_id"].to_pylist(), picked["id"].to_pylist(), strict=True
-            )
-            if memory_id not in self._overlay
-        ]
-        wanted = set(sessions)
-        pairs += [
-            (r["session_id"], r["id"]) for r in self._live_overlay() if r["session_id"] in wanted
-        ]
+        """Each session's memory ids in the order they were stored (ids are monotonic), the
+        sessions in the order of their first memory."""
+        spans, ids = self._base_sessions()
         order: dict[str, list[str]] = {}
-        for session, memory_id in sorted(pairs, key=lambda p: p[1]):
-            order.setdefault(session, []).append(memory_id)
-        return order
+        for session in dict.fromkeys(sessions):
+            start, end = spans.get(session, (0, 0))
+            members = ids.slice(start, end - start).to_pylist() if end > start else []
+            order[session] = [m for m in members if m not in self._overlay]
+        for row in self._live_overlay():
+            if row["session_id"] in order:
+                order[row["session_id"]].append(row["id"])
+        return {
+            session: sorted(members)
+            for session, members in sorted(order.items(), key=lambda item: min(item[1], default=""))
+            if members
+        }
+
+    def _base_sessions(self) -> tuple[dict[str, tuple[int, int]], pa.Array]:
+        """Where each session's memories lie in the base table's ids sorted by session, then
+        id. Sorted once: filtering the whole session column cost every call ~2 ms at 100k."""
+        if self._sessions is None:
+            keyed = self.table.select(["session_id", "id"])
+            keyed = keyed.filter(pc.is_valid(keyed["session_id"]))
+            ordered = keyed.sort_by([("session_id", "ascending"), ("id", "ascending")])
+            ordered = ordered.combine_chunks()
+            ids = ordered["id"].combine_chunks()
+            spans: dict[str, tuple[int, int]] = {}
+            if len(ordered):
+                runs = pc.run_end_encode(ordered["session_id"].combine_chunks())
+                ends = runs.run_ends.to_pylist()
+                starts = [0, *ends[:-1]]
+                spans = dict(
+                    zip(runs.values.to_pylist(), zip(starts, ends, strict=True), strict=True)
+                )
+            self._sessions = (spans, ids)
+        return self._sessions
 
     def speakers(self) -> frozenset[str]:
         """Lowercased names that open memories the way conversation turns are stored

@@ -64,9 +64,13 @@ log = logging.getLogger("graphmem.storage")
 
 
 # a statement that writes (WRITES) and names one of these changes the entity graph the
-# multi-hop walk reads (storage/entity_index.py): mentions, facts, entities, versions, or a
-# memory deleted with its edges. Erring towards "changed" only costs a rebuild.
-ENTITY_GRAPH = re.compile(r"MENTIONS|SUPERSEDES|SUBJECT|OBJECT|:Entity\b|:Fact\b|DETACH DELETE")
+# multi-hop walk reads (storage/entity_index.py): mentions, facts and where they came from,
+# entities and their aliases, versions, or a memory deleted with its edges. Erring towards
+# "changed" only costs a rebuild.
+ENTITY_GRAPH = re.compile(
+    r"MENTIONS|SUPERSEDES|SUBJECT|OBJECT|EXTRACTED_FROM|:Entity\b|:EntityAlias\b|:Fact\b"
+    r"|DETACH DELETE"
+)
 WRITES = re.compile(r"\b(CREATE|MERGE|DELETE|SET|COPY)\b")
 
 

@@ -8,17 +8,20 @@ Entity and Fact tables carry no full-text index, so rows go in with one UNWIND p
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.heap import settled
 from graphmem.storage.entity_index import EntityIndex
 from graphmem.storage.knowledge import KnowledgeRepository
 from graphmem.storage.pending import EXTRACT
+
+_Row = TypeVar("_Row", bound=tuple[str, ...])
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ class EntityRepository(KnowledgeRepository):
                             self.read_arrow(
                                 "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id"
                             ),
-                            self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name"),
+                            self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name, e.label"),
                             self.read_arrow(
                                 "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
                                 "RETURN s.id, f.predicate, o.id, f.id"
@@ -100,6 +103,10 @@ class EntityRepository(KnowledgeRepository):
                             self.read_arrow(
                                 "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id"
                             ),
+                            self.read_arrow(
+                                "MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) RETURN f.id, m.id"
+                            ),
+                            self.read_arrow("MATCH (a:EntityAlias) RETURN a.norm, a.entity"),
                         )
                     ),
                 )
@@ -501,31 +508,12 @@ class EntityRepository(KnowledgeRepository):
         """(memory id, person id, entity id, entity name): live memories that name one of the
         people (entity ids; only person entities count) beside an entity with one of the
         labels, other than the people and the entities `besides`."""
-        if not people or not labels:
-            return []
-        return self._per_person(
-            people,
-            limit,
-            "MATCH (p:Entity {id: $person})<-[:MENTIONS]-(m:Memory)-[:MENTIONS]->(x:Entity) "
-            "WHERE p.label = 'person' AND x.label IN $labels AND NOT x.id IN $skip "
-            "AND m.lifecycle <> 'archived' RETURN m.id, p.id, x.id, x.name LIMIT $limit",
-            {"labels": list(labels), "skip": [*people, *besides]},
+        index = self.entity_index()
+        skip = {*people, *besides}
+        wanted = set(labels)
+        return self._live_first(
+            (index.things_with(person, wanted, skip) for person in dict.fromkeys(people)), limit
         )
-
-    def _per_person(
-        self, people: Sequence[str], limit: int, query: str, params: dict[str, Any]
-    ) -> list[tuple[Any, ...]]:
-        """A walk from each person in turn, by primary key, until `limit` rows: Kùzu 0.11.3
-        starts `WHERE p.id IN $people` with a scan and a join (0.46 s from a person named
-        945 times in a 10k store) where `{id: $person}` is an index lookup (3 ms)."""
-        rows: list[tuple[Any, ...]] = []
-        for person in dict.fromkeys(people):
-            if len(rows) >= limit:
-                break
-            rows += self.read_tuples(
-                query, {**params, "person": person, "limit": limit - len(rows)}
-            )
-        return rows
 
     def facts_of_people(
         self, people: Sequence[str], verbs: Sequence[str], *, limit: int
@@ -533,18 +521,25 @@ class EntityRepository(KnowledgeRepository):
         """(memory id, person id, predicate, object id, object name): facts whose subject is one
         of the people (entity ids; only person entities count) and whose predicate starts with
         one of the verbs ("visit", "go" of "go_to"), with the live memories they came from."""
-        if not people or not verbs:
-            return []
-        return self._per_person(
-            people,
-            limit,
-            "MATCH (p:Entity {id: $person})<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity), "
-            "(f)-[:EXTRACTED_FROM]->(m:Memory) "
-            "WHERE p.label = 'person' AND split_part(f.predicate, '_', 1) IN $verbs "
-            "AND m.lifecycle <> 'archived' "
-            "RETURN m.id, p.id, f.predicate, o.id, o.name LIMIT $limit",
-            {"verbs": list(verbs)},
+        index = self.entity_index()
+        wanted = set(verbs)
+        return self._live_first(
+            (index.facts_by(person, wanted) for person in dict.fromkeys(people)), limit
         )
+
+    def _live_first(self, per_person: Iterable[Iterator[_Row]], limit: int) -> list[_Row]:
+        """The first `limit` rows, person by person, of live (not archived) memories."""
+        rows: list[_Row] = []
+        archived = self.has_archived()
+        for found in per_person:
+            while len(rows) < limit and (chunk := list(itertools.islice(found, 256))):
+                if archived:
+                    gone = self.archived_among([row[0] for row in chunk])
+                    chunk = [row for row in chunk if row[0] not in gone]
+                rows += chunk[: limit - len(rows)]
+            if len(rows) >= limit:
+                break
+        return rows
 
     def facts_between(self, entity_ids: Sequence[str]) -> list[tuple[str, str, str, str]]:
         """(subject id, predicate, object id, fact id) for facts touching the entities."""

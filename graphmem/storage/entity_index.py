@@ -9,22 +9,40 @@ entity graph (`KuzuConnection.entity_generation`); a walk then costs what it tou
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 
 class EntityIndex:
-    def __init__(self, mentions: pa.Table, names: pa.Table, facts: pa.Table, versions: pa.Table):
-        """`mentions`: (memory, entity); `names`: (entity, name); `facts`: (subject,
-        predicate, object, fact); `versions`: (newer, older) memory ids."""
+    def __init__(
+        self,
+        mentions: pa.Table,
+        names: pa.Table,
+        facts: pa.Table,
+        versions: pa.Table,
+        sources: pa.Table,
+        aliases: pa.Table,
+    ):
+        """`mentions`: (memory, entity); `names`: (entity, name, label); `facts`: (subject,
+        predicate, object, fact); `versions`: (newer, older) memory ids; `sources`: (fact,
+        memory) it was extracted from; `aliases`: (norm, entity) merged into it."""
         self.entities_of: dict[str, list[str]] = defaultdict(list)
         self.memories_of: dict[str, list[str]] = defaultdict(list)
         for memory, entity in zip(*_columns(mentions, 2), strict=True):
             self.entities_of[memory].append(entity)
             self.memories_of[entity].append(memory)
-        self.names: dict[str, str] = dict(zip(*_columns(names, 2), strict=True))
+        # a mention's weight in the walk (graph/multihop.py): the fewer memories name a thing,
+        # the more naming it says
+        self.weights: dict[str, float] = {
+            entity: 1.0 / math.log(2 + len(memories))
+            for entity, memories in self.memories_of.items()
+        }
+        entities, entity_names, labels = _columns(names, 3)
+        self.names: dict[str, str] = dict(zip(entities, entity_names, strict=True))
+        self.labels: dict[str, str] = dict(zip(entities, labels, strict=True))
         self.facts_of: dict[str, list[tuple[str, str, str, str]]] = defaultdict(list)
         for fact in zip(*_columns(facts, 4), strict=True):
             self.facts_of[fact[0]].append(fact)
@@ -34,6 +52,54 @@ class EntityIndex:
         for newer, older in zip(*_columns(versions, 2), strict=True):
             self.versions_of[newer].append((newer, older))
             self.versions_of[older].append((newer, older))
+        # where the facts about people came from, for the answer hop (graph/multihop.py)
+        about_people = {
+            f[3]
+            for person, facts in self.facts_of.items()
+            if self.labels.get(person) == "person"
+            for f in facts
+            if f[0] == person
+        }
+        self.sources_of: dict[str, list[str]] = defaultdict(list)
+        for fact, memory in zip(*_columns(sources, 2), strict=True):
+            if fact in about_people:
+                self.sources_of[fact].append(memory)
+        self.aliases: dict[str, str] = dict(zip(*_columns(aliases, 2), strict=True))
+
+    def resolve(self, norms: Iterable[str]) -> dict[str, str]:
+        """norm -> entity id, through merged aliases first, then the entity's own id (as
+        `EntityRepository.resolve_norms` reads the store)."""
+        found = {}
+        for norm in norms:
+            entity = self.aliases.get(norm) or (norm if norm in self.names else None)
+            if entity is not None:
+                found[norm] = entity
+        return found
+
+    def things_with(
+        self, person: str, labels: Collection[str], skip: Collection[str]
+    ) -> Iterator[tuple[str, str, str, str]]:
+        """(memory, person, entity, name): each entity with one of the labels, other than
+        `skip`, that a memory naming the person names too; nothing unless it is a person."""
+        if self.labels.get(person) != "person":
+            return
+        for memory in self.memories_of.get(person, ()):
+            for entity in self.entities_of.get(memory, ()):
+                if entity not in skip and self.labels.get(entity) in labels:
+                    yield memory, person, entity, self.names.get(entity, entity)
+
+    def facts_by(
+        self, person: str, verbs: Collection[str]
+    ) -> Iterator[tuple[str, str, str, str, str]]:
+        """(memory, person, predicate, object, object name): facts whose subject is the person
+        and whose predicate starts with one of the verbs ("go" of "go_to"), once per memory
+        each came from."""
+        if self.labels.get(person) != "person":
+            return
+        for subject, predicate, obj, fact in self.facts_of.get(person, ()):
+            if subject == person and predicate.split("_", 1)[0] in verbs:
+                for memory in self.sources_of.get(fact, ()):
+                    yield memory, person, predicate, obj, self.names.get(obj, obj)
 
     def mentions_of(self, memory_ids: Iterable[str]) -> list[tuple[str, str, str]]:
         """(memory id, entity id, entity name) for the memories."""

@@ -1,5 +1,6 @@
 """The walk's admission of memories: what it reaches once its room is gone is found from the
-memories already in, and is exactly what offering every memory of every entity would give."""
+memories already in, and is exactly what offering every memory of every entity would give, but
+for the links of memories of earlier rounds (a round starts by linking all of theirs)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,15 @@ def _index(mentions: list[tuple[str, str]]) -> EntityIndex:
     names = sorted(set(entities))
     return EntityIndex(
         table(list(memories), list(entities)),
-        table(names, names),
+        table(names, names, ["concept"] * len(names)),
         table([], [], [], []),
+        table([], []),
+        table([], []),
         table([], []),
     )
 
 
-def test_pairs_reached_after_the_room_is_gone_are_those_of_memories_already_in() -> None:
+def test_pairs_reached_after_the_room_is_gone_are_those_of_memories_admitted() -> None:
     rng = random.Random(5)
     mentions = sorted({(f"m{rng.randrange(300)}", f"e{rng.randrange(60)}") for _ in range(1500)})
     index = _index(mentions)
@@ -35,7 +38,9 @@ def test_pairs_reached_after_the_room_is_gone_are_those_of_memories_already_in()
     known = {f"m{i}" for i in range(10)}
 
     every = _Admission(set(known), 40)
-    expected = {(m, e) for e in walkable for m in index.memories_of[e] if every(m)}
+    expected = {
+        (m, e) for e in walkable for m in index.memories_of[e] if every(m) and m not in known
+    }
     admitted = _Admission(set(known), 40)
     got = _reached(index, walkable, admitted)
 

@@ -13,6 +13,7 @@ from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.graph import multihop
 from graphmem.graph.multihop import Subgraph
+from graphmem.recall.query import asked_labels
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
 
@@ -232,6 +233,30 @@ def test_multihop_walks_from_the_person_asked_about_to_the_kind_of_thing_asked_f
     reached = oneshot.recall_multihop("What books has Tim read?", seed_k=1).hits
     path = next(h.path_text for h in reached if h.memory.id == stored[2].id)
     assert "-mentions-> Tim <-mentions- Tim: Finally finished" in path
+
+
+def test_the_answer_hop_reads_live_memories_only_up_to_its_limit(oneshot: GraphMemory) -> None:
+    stored = oneshot.remember_many([{"content": f"{who}: {text}"} for who, text in CHAT])
+    oneshot.index_triples()
+    store = oneshot.store
+    labels = asked_labels("What books has Tim read?")
+    assert store.entity_index().resolve(["tim", "nobody"]) == store.resolve_norms(["tim"])
+
+    def things(limit: int = 100) -> set[str]:
+        return {row[0] for row in store.things_mentioned_with(["tim"], labels, limit=limit)}
+
+    def facts() -> set[str]:
+        return {row[0] for row in store.facts_of_people(["tim"], ["read"], limit=100)}
+
+    assert things() == {stored[2].id, stored[5].id}
+    assert facts() == {stored[1].id}
+    store.set_fields(stored[2].id, {"lifecycle": "archived"})
+    store.set_fields(stored[1].id, {"lifecycle": "archived"})
+    assert things() == {stored[5].id}
+    assert facts() == set()
+    assert len(things(limit=1)) == 1
+    # only a person's memories: John is one, "Dune" is not
+    assert store.things_mentioned_with(["dune"], labels, limit=100) == []
 
 
 def test_a_kind_too_common_to_reach_by_still_marks_what_recall_gathered(
