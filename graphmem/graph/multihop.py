@@ -10,17 +10,16 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from graphmem.graph.models import PathStep
 from graphmem.models import Memory
 from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
-from graphmem.storage.entity_index import EntityIndex
+from graphmem.storage.entity_index import EntityIndex, rows_of
 from graphmem.storage.store import KuzuStore
 
 MAX_MEMORIES = 700  # memories the walk may gather (LoCoMo dev R@10 the same as with 1,500)
@@ -33,55 +32,194 @@ HUB_MENTIONS = (
 )
 
 
-class Edge(NamedTuple):  # a tuple: thousands are made per question
+class Edge(NamedTuple):
     weight: float
     relation: str
     source: str  # the node the relation reads from
 
 
-@dataclass
 class Subgraph:
-    """Nodes are "m:<memory id>" and "e:<entity id>". Edges are kept in a dict as the walk adds
-    them (thousands per question: a networkx edge apiece cost more than the walk's queries)."""
+    """What a walk reached. Nodes are "m:<memory id>" and "e:<entity id>". Mentions, most of
+    its edges, are kept as arrays in the numbering of the store's entity index (thousands per
+    question: an object apiece cost more than the rest of the walk); the few other links
+    (facts, versions, session order, the answer hop's) by node pair. Between two nodes the
+    strongest relation is the one kept."""
 
-    edges: dict[tuple[str, str], Edge] = field(default_factory=dict)  # (a, b) with a < b
-    nodes: dict[str, None] = field(default_factory=dict)  # in the order first linked
-    memories: set[str] = field(default_factory=set)
-    entities: set[str] = field(default_factory=set)
-    names: dict[str, str] = field(default_factory=dict)  # entity node -> name, for paths
-    entity_names: Mapping[str, str] = field(default_factory=dict)  # entity id -> name, else
-    # node -> the nodes an edge joins it to, kept as edges are added: the paths read only the
-    # neighbours of the few nodes they settle, and building this after the walk cost a pass
-    # over every edge
-    adjacent: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    def __init__(self, index: EntityIndex | None = None) -> None:
+        self.index = index
+        self.walk = index.walk if index is not None else None
+        self.memories: set[str] = set()
+        self.names: dict[str, str] = {}  # entity node -> name, for paths, besides the index's
+        self.links: dict[tuple[str, str], Edge] = {}  # (a, b) with a < b
+        self._numbered: dict[tuple[str, str], tuple[int, int]] = {}  # a link's, sorted
+        self.seeds: list[str] = []  # memory nodes
+        self._mentions: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+        count = self.walk.entity_count if self.walk is not None else 0
+        self._entities = np.zeros(count, dtype=bool)
+        self._numbers: dict[str, int] = {}  # each node numbered so far
+        self._others: list[str] = []  # nodes outside the index's numbering, numbered after it
+        self._graph: Graph | None = None
 
     def link(self, a: str, b: str, relation: str, weight: float, forward: bool = True) -> None:
-        """Undirected for the walk; `forward` records which way the relation reads. The
-        strongest relation between two nodes is the one kept."""
+        """Undirected for the walk; `forward` records which way the relation reads."""
         key = (a, b) if a < b else (b, a)
-        known = self.edges.get(key)
-        if known is not None and known.weight >= weight:
-            return
+        known = self.links.get(key)
         if known is None:
-            self.adjacent[a].append(b)
-            self.adjacent[b].append(a)
-        self.edges[key] = Edge(weight, relation, a if forward else b)
-        self.nodes.update(dict.fromkeys((a, b)))
+            x, y = self.number(a), self.number(b)
+            self._numbered[key] = (x, y) if x < y else (y, x)
+        if known is None or known.weight < weight:
+            self.links[key] = Edge(weight, relation, a if forward else b)
+            self._graph = None
 
-    def mentions(self, pairs: Iterable[tuple[str, str]], weights: Mapping[str, float]) -> None:
-        """Memory-entity edges in bulk, `weights` by entity: the same pair always weighs the
-        same, and nothing else joins a memory to an entity, so the first edge stands."""
-        edges, nodes, adjacent = self.edges, self.nodes, self.adjacent
-        for memory_id, entity_id in pairs:
-            key = ("e:" + entity_id, "m:" + memory_id)  # "e:" sorts before "m:"
-            if key not in edges:
-                edges[key] = Edge(weights[entity_id], "mentions", key[1])
-                nodes[key[0]] = nodes[key[1]] = None
-                adjacent[key[0]].append(key[1])
-                adjacent[key[1]].append(key[0])
+    def mention(self, memories: npt.NDArray[np.int64], entities: npt.NDArray[np.int64]) -> None:
+        """Memory-entity edges, numbered as the index numbers them (repeats are fine)."""
+        if len(memories):
+            self._mentions.append((memories, entities))
+            self._graph = None
+
+    def reach(self, entities: npt.NDArray[np.int64]) -> None:
+        self._entities[entities] = True
+
+    @property
+    def entity_count(self) -> int:
+        return int(self._entities.sum()) + sum(n[:2] == "e:" for n in self._others)
+
+    @property
+    def graph(self) -> Graph:
+        """The edges as one numbered graph, made again after a change."""
+        if self._graph is None:
+            self._graph = Graph(self)
+        return self._graph
 
     def edge(self, a: str, b: str) -> Edge:
-        return self.edges[(a, b) if a < b else (b, a)]
+        return self.graph.edge(a, b)
+
+    def number(self, node: str) -> int:
+        """A node's number: a memory or entity of the index as the index numbers it (entities
+        after memories), any other after those."""
+        found = self._numbers.get(node)
+        if found is None:
+            found = self._numbers[node] = self._first_number(node)
+        return found
+
+    def _first_number(self, node: str) -> int:
+        walk, index = self.walk, self.index
+        if walk is not None and index is not None:
+            if node[:2] == "m:" and (at := index.memory_at.get(node[2:])) is not None:
+                return at
+            if node[:2] == "e:" and (at := index.entity_at.get(node[2:])) is not None:
+                return walk.memory_count + at
+        self._others.append(node)
+        return self._beyond + len(self._others) - 1
+
+    @property
+    def _beyond(self) -> int:
+        """The first number after the index's."""
+        return self.walk.memory_count + self.walk.entity_count if self.walk is not None else 0
+
+    def node(self, number: int) -> str:
+        walk, index = self.walk, self.index
+        if walk is not None and index is not None:
+            if number < walk.memory_count:
+                return "m:" + index.memory_ids[number]
+            if number < self._beyond:
+                return "e:" + index.entity_ids[number - walk.memory_count]
+        return self._others[number - self._beyond]
+
+    def name(self, node: str) -> str:
+        if node in self.names:
+            return self.names[node]
+        names = self.index.names if self.index is not None else {}
+        return names.get(node[2:], node[2:])
+
+
+class Graph:
+    """A subgraph's edges numbered 0..n-1 by node, each once, for PageRank and paths."""
+
+    def __init__(self, sub: Subgraph) -> None:
+        walk = sub.walk
+        first: list[npt.NDArray[np.int64]] = []
+        second: list[npt.NDArray[np.int64]] = []
+        weights: list[npt.NDArray[np.float64]] = []
+        if walk is not None and sub._mentions:
+            memories = np.concatenate([m for m, _ in sub._mentions])
+            entities = np.concatenate([e for _, e in sub._mentions])
+            first.append(memories)
+            second.append(entities + walk.memory_count)  # always the greater number
+            weights.append(walk.weight[entities])
+        links = list(sub.links.items())
+        pairs = np.array([sub._numbered[key] for key, _ in links], dtype=np.int64).reshape(-1, 2)
+        seeds = np.array([sub.number(node) for node in sub.seeds], dtype=np.int64)
+        first.append(pairs[:, 0])
+        second.append(pairs[:, 1])
+        weights.append(np.array([edge.weight for _, edge in links], dtype=np.float64))
+        a, b, weight = np.concatenate(first), np.concatenate(second), np.concatenate(weights)
+        # one edge a pair, the strongest (the first of equals: mentions before links)
+        size = int(max(a.max(initial=0), b.max(initial=0), seeds.max(initial=0))) + 1
+        key = a * size + b
+        order = np.lexsort((-weight, key))
+        kept = order[np.r_[True, key[order][1:] != key[order][:-1]]] if len(key) else order
+        self.a, self.b, self.weight = a[kept], b[kept], weight[kept]
+        self._keys = key[kept]  # sorted: `kept` follows `key`'s order
+        self._size = size
+        # where each kept edge came from: -1 for mentions, else its place in `links`
+        origin = np.concatenate([np.full(len(a) - len(links), -1), np.arange(len(links))])
+        self._origin = origin[kept]
+        self._links = links
+        self.numbers, inverse = np.unique(
+            np.concatenate([self.a, self.b, seeds]), return_inverse=True
+        )
+        count = len(self.a)
+        self.ca, self.cb = inverse[:count], inverse[count : 2 * count]
+        self._sub = sub
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    def edge(self, x: str, y: str) -> Edge:
+        a, b = sorted((self._sub.number(x), self._sub.number(y)))
+        at = int(np.searchsorted(self._keys, a * self._size + b))
+        origin = int(self._origin[at])
+        if origin >= 0:
+            return self._links[origin][1]
+        memory = x if x[:2] == "m:" else y
+        return Edge(float(self.weight[at]), "mentions", memory)
+
+    def memory_scores(self, scores: npt.NDArray[np.float64]) -> dict[str, float]:
+        """Memory id -> its score, of scores by position."""
+        sub, numbers = self._sub, self.numbers
+        out: dict[str, float] = {}
+        if sub.walk is not None and sub.index is not None:
+            inside = numbers < sub.walk.memory_count
+            ids = sub.index.memory_ids
+            for n, score in zip(numbers[inside].tolist(), scores[inside].tolist(), strict=True):
+                out[ids[n]] = score
+        beyond = numbers >= sub._beyond
+        for n, score in zip(numbers[beyond].tolist(), scores[beyond].tolist(), strict=True):
+            node = sub.node(n)
+            if node[:2] == "m:":
+                out[node[2:]] = score
+        return out
+
+    def node(self, at: int) -> str:
+        return self._sub.node(int(self.numbers[at]))
+
+    def find(self, node: str) -> int | None:
+        """The node's position, if an edge or a seed puts it in the graph."""
+        number = self._sub.number(node)
+        at = int(np.searchsorted(self.numbers, number))
+        return at if at < len(self.numbers) and self.numbers[at] == number else None
+
+    def adjacency(self) -> tuple[list[int], list[int], list[float]]:
+        """Row pointers, neighbours and step costs (1 / weight) of every position, as lists:
+        a path search reads them one at a time."""
+        src = np.concatenate([self.ca, self.cb])
+        order = np.argsort(src, kind="stable")
+        ptr = np.zeros(len(self.numbers) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=len(self.numbers)), out=ptr[1:])
+        neighbours = np.concatenate([self.cb, self.ca])[order]
+        steps = 1.0 / np.tile(self.weight, 2)[order]
+        return ptr.tolist(), neighbours.tolist(), steps.tolist()
 
 
 def _m(memory_id: str) -> str:
@@ -99,37 +237,39 @@ def label(memory: Memory) -> str:
 
 def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph:
     """Breadth-first from the seeds: one memory-to-memory hop per round, over the store's
-    in-process entity index (storage/entity_index.py)."""
+    in-process entity index (storage/entity_index.py), a round's mentions at once."""
     index = store.entity_index()
-    sub = Subgraph(entity_names=index.names)
+    walk = index.walk
+    sub = Subgraph(index)
     sub.memories.update(seeds)
-    sub.nodes.update(dict.fromkeys(_m(seed) for seed in seeds))
-    frontier = list(seeds)
-    expanded: set[str] = set()
-    memories_of = index.memories_of
-
-    def degree(entity: str) -> int:
-        return len(memories_of.get(entity, ()))
-
+    sub.seeds = [_m(seed) for seed in seeds]
+    known = np.zeros(walk.memory_count, dtype=bool)  # the memories in, by number
+    known[[i for m in seeds if (i := index.memory_at.get(m)) is not None]] = True
+    expanded = np.zeros(walk.entity_count, dtype=bool)
+    frontier = list(dict.fromkeys(seeds))
     for _ in range(max_hops):
         if not frontier or len(sub.memories) >= MAX_MEMORIES:
             break
-        pairs = [(m, e) for m in frontier for e in index.entities_of.get(m, ())]
-        named = dict.fromkeys(e for _, e in pairs)
-        sub.mentions(pairs, index.weights)
-        fresh = [e for e in named if e not in expanded]
-        # facts join entities: the walk may cross from one named thing to another
-        linked: set[str] = set()
-        for subject, predicate, obj, _ in index.facts_between(fresh):
-            sub.link(_e(subject), _e(obj), predicate, 1.0)
-            linked.update((subject, obj))
-        # the rarest names first: the room left goes to what a specific name reaches
-        walkable = sorted(
-            (e for e in set(fresh) | linked if degree(e) <= HUB_MENTIONS),
-            key=lambda e: (degree(e), e),
+        numbered = np.array(
+            [i for m in frontier if (i := index.memory_at.get(m)) is not None], dtype=np.int64
         )
-        expanded.update(fresh)
-        sub.entities.update(fresh, linked)
+        memories, entities = rows_of(walk.memory_ptr, walk.entities_of, numbered)
+        sub.mention(memories, entities)
+        named = np.unique(entities)
+        fresh = named[~expanded[named]]
+        # facts join entities: the walk may cross from one named thing to another
+        linked: set[int] = set()
+        for subject, predicate, obj, _ in index.facts_between(
+            [index.entity_ids[e] for e in fresh.tolist()]
+        ):
+            sub.link(_e(subject), _e(obj), predicate, 1.0)
+            linked.update(index.entity_at[x] for x in (subject, obj) if x in index.entity_at)
+        reached = np.union1d(fresh, np.array(sorted(linked), dtype=np.int64))
+        expanded[fresh] = True
+        sub.reach(reached)
+        # the rarest names first: the room left goes to what a specific name reaches
+        walkable = reached[walk.degree[reached] <= HUB_MENTIONS]
+        walkable = walkable[np.lexsort((walk.rank[walkable], walk.degree[walkable]))]
         admitted = _Admission(sub.memories, MAX_MEMORIES - len(sub.memories))
         for newer, older in index.supersession_links(frontier):
             if admitted(newer) and admitted(older):
@@ -137,37 +277,37 @@ def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph
         for before, after in _session_pairs(store, frontier):
             if admitted(before) and admitted(after):
                 sub.link(_m(before), _m(after), "next_in_session", 0.5)
-        sub.mentions(_reached(index, walkable, admitted), index.weights)
+        _admit_reached(sub, walkable, admitted, known)
         frontier = list(admitted.new)
         sub.memories.update(frontier)
+        known[[i for m in frontier if (i := index.memory_at.get(m)) is not None]] = True
     return sub
 
 
-def _reached(
-    index: EntityIndex, walkable: Sequence[str], admitted: _Admission
-) -> list[tuple[str, str]]:
-    """(memory, entity) for each memory this round admits and each walkable entity it names,
-    the entities offered in order. A memory of an earlier round is left out: it was in a
-    frontier, and every entity a frontier memory names is linked at the start of a round.
-    Once the room is gone only memories already in can be reached, and those are found from
-    their own entities: a few thousand lookups, where going through every memory that names
-    any of thousands of entities took 100 ms at 100k memories."""
-    pairs: list[tuple[str, str]] = []
-    known = admitted.known
-    for i, entity in enumerate(walkable):
-        if admitted.full:
-            rest = set(walkable[i:])
-            pairs += [
-                (memory, e)
-                for memory in admitted.new
-                for e in index.entities_of.get(memory, ())
-                if e in rest
-            ]
-            break
-        pairs += [
-            (m, entity) for m in index.memories_of.get(entity, ()) if m not in known and admitted(m)
-        ]
-    return pairs
+def _admit_reached(
+    sub: Subgraph,
+    walkable: npt.NDArray[np.int64],
+    admitted: _Admission,
+    known: npt.NDArray[np.bool_],
+) -> None:
+    """Admit the memories that name the walkable entities, in the order the entities are
+    offered, while there is room, and link each memory admitted this round to the walkable
+    entities it names. A memory of an earlier round needs no link: it was in a frontier, and
+    a round starts by linking every entity its frontier names."""
+    assert sub.walk is not None and sub.index is not None
+    entities, memories = rows_of(sub.walk.entity_ptr, sub.walk.memories_of, walkable)
+    new = np.zeros(len(known), dtype=bool)
+    new[[i for m in admitted.new if (i := sub.index.memory_at.get(m)) is not None]] = True
+    room = admitted.room - len(admitted.new)
+    if room > 0:
+        waiting = memories[~known[memories] & ~new[memories]]
+        unique, first = np.unique(waiting, return_index=True)
+        chosen = unique[np.argsort(first, kind="stable")][:room]
+        for i in chosen.tolist():
+            admitted(sub.index.memory_ids[i])
+        new[chosen] = True
+    linked = new[memories]
+    sub.mention(memories[linked], entities[linked])
 
 
 class _Admission:
@@ -178,10 +318,6 @@ class _Admission:
         self.known = known
         self.room = room
         self.new: dict[str, None] = {}  # in the order admitted
-
-    @property
-    def full(self) -> bool:
-        return len(self.new) >= self.room
 
     def __call__(self, memory_id: str) -> bool:
         if memory_id in self.known or memory_id in self.new:
@@ -197,62 +333,80 @@ def _session_pairs(store: KuzuStore, memory_ids: Sequence[str]) -> list[tuple[st
     if not sessions:
         return []
     wanted = set(memory_ids)
-    pairs = []
+    pairs: dict[tuple[str, str], None] = {}  # two neighbours in the frontier share a pair
     for members in store.session_order(sessions).values():
         for i, memory_id in enumerate(members):
             if memory_id in wanted:
-                pairs += [
-                    (members[j], members[j + 1]) for j in (i - 1, i) if 0 <= j < len(members) - 1
-                ]
-    return pairs
+                pairs.update(
+                    dict.fromkeys(
+                        (members[j], members[j + 1])
+                        for j in (i - 1, i)
+                        if 0 <= j < len(members) - 1
+                    )
+                )
+    return list(pairs)
 
 
 def rank(sub: Subgraph, seeds: Mapping[str, float], *, damping: float) -> dict[str, float]:
     """Personalised PageRank from the seeds (weighted by their recall score), memories only."""
-    if not sub.edges:
+    graph = sub.graph
+    if not len(graph):
         return dict(seeds)
-    total = sum(max(s, 1e-9) for s in seeds.values())
-    personal = {_m(m): max(s, 1e-9) / total for m, s in seeds.items() if _m(m) in sub.nodes}
-    scores = personalised_pagerank(sub, personal, damping=damping)
-    return {node[2:]: score for node, score in scores.items() if node.startswith("m:")}
+    restart = np.zeros(len(graph.numbers))
+    for memory_id, score in seeds.items():
+        at = graph.find(_m(memory_id))
+        if at is not None:
+            restart[at] += max(score, 1e-9)
+    return graph.memory_scores(personalised_pagerank(graph, restart, damping=damping))
 
 
 def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dict[str, list[str]]:
     """The cheapest path (strong edges are cheap: a step costs 1 / weight) from a seed to each
     memory, as graph nodes. Dijkstra from all seeds at once, stopped once every memory asked
     for is reached: the top hits lie close to the seeds, so most of the subgraph is never read."""
-    sources = [_m(m) for m in dict.fromkeys(seeds) if _m(m) in sub.nodes]
-    wanted = {_m(m) for m in memory_ids if _m(m) in sub.nodes}
+    graph = sub.graph
+    sources = [at for m in dict.fromkeys(seeds) if (at := graph.find(_m(m))) is not None]
+    wanted = {at for m in memory_ids if (at := graph.find(_m(m))) is not None}
     if not sources:
         return {}
-    edges, adjacent = sub.edges, sub.adjacent
-    cost = dict.fromkeys(sources, 0.0)
-    previous: dict[str, str] = {}
-    queue = [(0.0, node) for node in sources]
+    ptr, neighbours, steps = graph.adjacency()
+    # lists by position, not dicts and sets: the search reads them thousands of times
+    count = len(graph.numbers)
+    cost = [math.inf] * count
+    previous = [-1] * count
+    settled = [False] * count
+    asked = [False] * count
+    for at in wanted:
+        asked[at] = True
+    for at in sources:
+        cost[at] = 0.0
+    queue = [(0.0, at) for at in sources]
     heapq.heapify(queue)
-    settled: set[str] = set()
-    while queue and not wanted <= settled:
+    left = len(wanted)
+    while queue and left:
         so_far, node = heapq.heappop(queue)
-        if node in settled:
+        if settled[node]:
             continue
-        settled.add(node)
-        for other in adjacent.get(node, ()):
-            if other in settled:
+        settled[node] = True
+        left -= asked[node]
+        for i in range(ptr[node], ptr[node + 1]):
+            other = neighbours[i]
+            if settled[other]:
                 continue
-            step = 1.0 / edges[(node, other) if node < other else (other, node)].weight
-            if so_far + step < cost.get(other, math.inf):
-                cost[other] = so_far + step
+            reach = so_far + steps[i]
+            if reach < cost[other]:
+                cost[other] = reach
                 previous[other] = node
-                heapq.heappush(queue, (so_far + step, other))
+                heapq.heappush(queue, (reach, other))
     paths: dict[str, list[str]] = {}
     for memory_id in memory_ids:
-        node = _m(memory_id)
-        if node not in settled:
+        at = graph.find(_m(memory_id))
+        if at is None or not settled[at]:
             continue
-        path = [node]
-        while path[-1] in previous:
+        path = [at]
+        while previous[path[-1]] >= 0:
             path.append(previous[path[-1]])
-        paths[memory_id] = path[::-1]
+        paths[memory_id] = [graph.node(n) for n in reversed(path)]
     return paths
 
 
@@ -277,7 +431,7 @@ def answer_hop(
     linked into the subgraph, so the hit's path shows it. Measured on LoCoMo dev:
     docs/recall.md#multi-hop-recall."""
     names = parse_names(query)
-    people = sorted(set(store.entity_index().resolve(names).values())) if names else []
+    people = sorted(set(store.resolve_known(names).values())) if names else []
     if not people:
         return {}
     clues: dict[str, float] = {}
@@ -321,33 +475,27 @@ def answer_clues(store: KuzuStore, query: str, gathered: Collection[str]) -> dic
 
 
 def personalised_pagerank(
-    sub: Subgraph, personal: Mapping[str, float], *, damping: float, rounds: int = 50
-) -> dict[str, float]:
-    """Power iteration over the weighted, undirected subgraph in numpy (networkx's own
-    pagerank needs scipy, a heavy dependency for a graph of a few thousand nodes)."""
-    nodes = list(sub.nodes)
-    index = {node: i for i, node in enumerate(nodes)}
-    count = len(sub.edges)
-    first = np.fromiter((index[a] for a, _ in sub.edges), np.int64, count)
-    second = np.fromiter((index[b] for _, b in sub.edges), np.int64, count)
-    src = np.concatenate([first, second])
-    dst = np.concatenate([second, first])
-    weight = np.tile(np.array([e.weight for e in sub.edges.values()], dtype=np.float64), 2)
-    out = np.bincount(src, weights=weight, minlength=len(nodes))
+    graph: Graph, restart: npt.NDArray[np.float64], *, damping: float, rounds: int = 50
+) -> npt.NDArray[np.float64]:
+    """Power iteration over the weighted, undirected graph in numpy (networkx's own pagerank
+    needs scipy, a heavy dependency for a graph of a few thousand nodes). `restart`: each
+    node's share of the restarts, any scale."""
+    count = len(graph.numbers)
+    src = np.concatenate([graph.ca, graph.cb])
+    dst = np.concatenate([graph.cb, graph.ca])
+    weight = np.tile(graph.weight, 2)
+    out = np.bincount(src, weights=weight, minlength=count)
     share = weight / out[src]  # each node spreads its score over its edges by weight
-    restart = np.zeros(len(nodes))
-    for node, value in personal.items():
-        restart[index[node]] = value
-    restart /= restart.sum()
+    restart = restart / restart.sum()
     score = restart.copy()
     for _ in range(rounds):
-        spread = np.bincount(dst, weights=score[src] * share, minlength=len(nodes))
+        spread = np.bincount(dst, weights=score[src] * share, minlength=count)
         new = (1 - damping) * restart + damping * spread
         if np.abs(new - score).sum() < 1e-9:
             score = new
             break
         score = new
-    return {node: float(score[i]) for i, node in enumerate(nodes)}
+    return score
 
 
 def fuse(
@@ -380,7 +528,7 @@ def render(sub: Subgraph, nodes: Sequence[str], memories: Mapping[str, Memory]) 
     def name(node: str) -> str:
         if node.startswith("m:") and node[2:] in memories:
             return label(memories[node[2:]])
-        return sub.names.get(node) or sub.entity_names.get(node[2:], node[2:])
+        return sub.name(node)
 
     steps = []
     for a, b in itertools.pairwise(nodes):

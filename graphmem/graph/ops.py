@@ -326,8 +326,8 @@ class GraphOps:
             warnings=result.warnings,
             subgraph={
                 "memories": len(sub.memories),
-                "entities": len(sub.entities),
-                "edges": len(sub.edges),
+                "entities": sub.entity_count,
+                "edges": len(sub.graph),
             },
         )
 

@@ -20,7 +20,7 @@ import re
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -104,7 +104,18 @@ class KuzuConnection:
         self._stamp: str | None = None  # the committed content stamp, once read
         self._checkpoint_at_commit = False
         self._after_commit: list[Callable[[], None]] = []
-        self._memo: dict[str, Any] = {}
+        self._memo: dict[str, tuple[tuple[Any, ...], Any]] = {}
+
+    def until_write(self, name: str, compute: Callable[[], _T], *also: Hashable) -> _T:
+        """`compute()`, kept until the next write (or until `also` changes): for answers that
+        every query asks for and only a write can change. The generation is read first, so a
+        write during `compute` leaves the answer stale, never a stale answer kept."""
+        key = (self.write_generation, *also)
+        held = self._memo.get(name)
+        if held is None or held[0] != key:
+            held = self._memo[name] = (key, compute())
+        found: _T = held[1]
+        return found
 
     # -- opening and closing ----------------------------------------------------------------
 

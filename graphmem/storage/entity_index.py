@@ -9,11 +9,13 @@ entity graph (`KuzuConnection.entity_generation`); a walk then costs what it tou
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 class EntityIndex:
@@ -29,20 +31,29 @@ class EntityIndex:
         """`mentions`: (memory, entity); `names`: (entity, name, label); `facts`: (subject,
         predicate, object, fact); `versions`: (newer, older) memory ids; `sources`: (fact,
         memory) it was extracted from; `aliases`: (norm, entity) merged into it."""
-        self.entities_of: dict[str, list[str]] = defaultdict(list)
-        self.memories_of: dict[str, list[str]] = defaultdict(list)
-        for memory, entity in zip(*_columns(mentions, 2), strict=True):
-            self.entities_of[memory].append(entity)
-            self.memories_of[entity].append(memory)
-        # a mention's weight in the walk (graph/multihop.py): the fewer memories name a thing,
-        # the more naming it says
-        self.weights: dict[str, float] = {
-            entity: 1.0 / math.log(2 + len(memories))
-            for entity, memories in self.memories_of.items()
-        }
         entities, entity_names, labels = _columns(names, 3)
         self.names: dict[str, str] = dict(zip(entities, entity_names, strict=True))
         self.labels: dict[str, str] = dict(zip(entities, labels, strict=True))
+        self.entities_of: dict[str, list[str]] = defaultdict(list)
+        self.memories_of: dict[str, list[str]] = defaultdict(list)
+        # the same mentions numbered, for the walk (graph/multihop.py): memories that name
+        # something and entities, each counted from 0
+        self.memory_ids: list[str] = []
+        self.memory_at: dict[str, int] = {}
+        self.entity_ids: list[str] = list(self.names)
+        self.entity_at: dict[str, int] = {e: i for i, e in enumerate(self.entity_ids)}
+        coded: list[tuple[int, int]] = []
+        for memory, entity in zip(*_columns(mentions, 2), strict=True):
+            self.entities_of[memory].append(entity)
+            self.memories_of[entity].append(memory)
+            coded.append(
+                (
+                    _number(self.memory_at, self.memory_ids, memory),
+                    _number(self.entity_at, self.entity_ids, entity),
+                )
+            )
+        pairs = np.array(coded, dtype=np.int64).reshape(-1, 2)
+        self.walk = Numbered(pairs[:, 0], pairs[:, 1], len(self.memory_ids), self.entity_ids)
         self.facts_of: dict[str, list[tuple[str, str, str, str]]] = defaultdict(list)
         for fact in zip(*_columns(facts, 4), strict=True):
             self.facts_of[fact[0]].append(fact)
@@ -128,6 +139,60 @@ class EntityIndex:
     def supersession_links(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(newer, older) pairs touching the memories."""
         return list(dict.fromkeys(pair for m in memory_ids for pair in self.versions_of.get(m, ())))
+
+
+class Numbered:
+    """Mentions as arrays: each memory's entities and each entity's memories (in the order
+    the store returned the mentions), how many memories name an entity and its weight, and
+    the entities' order by id, so that a walk works on thousands of mentions at once."""
+
+    def __init__(
+        self,
+        memories: npt.NDArray[np.int64],
+        entities: npt.NDArray[np.int64],
+        count: int,
+        entity_ids: Sequence[str],
+    ) -> None:
+        self.memory_count = count
+        self.entity_count = len(entity_ids)
+        self.entity_ptr, self.memories_of = _grouped(entities, memories, self.entity_count)
+        self.memory_ptr, self.entities_of = _grouped(memories, entities, count)
+        self.degree = np.diff(self.entity_ptr)
+        # the fewer memories name a thing, the more naming it says
+        self.weight = 1.0 / np.log(2 + np.maximum(self.degree, 1))
+        order = pc.sort_indices(pa.array(entity_ids, pa.string())).to_numpy()
+        self.rank = np.empty(self.entity_count, dtype=np.int64)
+        self.rank[order] = np.arange(self.entity_count)
+
+
+def rows_of(
+    ptr: npt.NDArray[np.int64], values: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(row, value) for every value of the rows asked for, row after row in their order."""
+    starts = ptr[rows]
+    counts = ptr[rows + 1] - starts
+    total = int(counts.sum())
+    before = np.cumsum(counts) - counts  # where each row's values start in the output
+    at = np.repeat(starts - before, counts) + np.arange(total)
+    return np.repeat(rows, counts), values[at]
+
+
+def _grouped(
+    keys: npt.NDArray[np.int64], values: npt.NDArray[np.int64], count: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Row pointers and values of the values grouped by key, in their order within a key."""
+    order = np.argsort(keys, kind="stable")
+    ptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=count), out=ptr[1:])
+    return ptr, values[order]
+
+
+def _number(at: dict[str, int], ids: list[str], key: str) -> int:
+    found = at.get(key)
+    if found is None:
+        found = at[key] = len(ids)
+        ids.append(key)
+    return found
 
 
 def _columns(table: pa.Table, width: int) -> list[list[str]]:

@@ -179,11 +179,11 @@ class KnowledgeRepository(MemoryRepository):
 
     def dead_end_ids(self) -> list[str]:
         """Cached until the next write: recall asks on every query."""
-        key = ("dead_end_ids", self.write_generation)
-        if self._memo.get("dead_end_ids", (None,))[0] != key:  # archived ones left out
-            found = self.matching_ids(MemoryFilter(kind="dead_end"))
-            self._memo["dead_end_ids"] = (key, sorted(found))
-        return list(self._memo["dead_end_ids"][1])
+        # archived ones left out, as `matching_ids` leaves them
+        found = self.until_write(
+            "dead_end_ids", lambda: sorted(self.matching_ids(MemoryFilter(kind="dead_end")))
+        )
+        return list(found)
 
     def count_by(self, field: str, filters: MemoryFilter) -> dict[str, int]:
         params: dict[str, Any] = {}

@@ -27,6 +27,7 @@ from graphmem.storage.columns import (
     FIELDS,
     MEMORY_FIELDS,
     WRITTEN_FIELDS,
+    Datetimes,
     MemoryColumns,
     ScoringRow,
     memory_from_values,
@@ -464,12 +465,12 @@ class MemoryRepository(VectorTables, PendingWork):
 
         The windows come from the in-process columns, once per write generation."""
         ids, _ = self.vectors(space)
-        key = ("validity", space.name, self.write_generation, len(ids))
-        if self._memo.get("validity", (None,))[0] != key:
+
+        def windows() -> tuple[Datetimes, Datetimes, Datetimes]:
             with self._search_lock:
-                windows = self._memory_columns().windows(list(ids))
-            self._memo["validity"] = (key, windows)
-        created, starts, ends = self._memo["validity"][1]
+                return self._memory_columns().windows(list(ids))
+
+        created, starts, ends = self.until_write("validity", windows, space.name, len(ids))
         moment = np.datetime64(stored_time(when), "us")
         mask: npt.NDArray[np.bool_] = (
             (created <= moment)
@@ -480,32 +481,31 @@ class MemoryRepository(VectorTables, PendingWork):
 
     def memory_count(self) -> int:
         """Cached until the next write: recall asks on every query."""
-        key = ("memory_count", self.write_generation)
-        if self._memo.get("memory_count", (None,))[0] != key:
-            total = self.read("MATCH (m:Memory) RETURN count(*)")[0][0]
-            self._memo["memory_count"] = (key, int(total))
-        return int(self._memo["memory_count"][1])
+        return self.until_write(
+            "memory_count", lambda: int(self.read("MATCH (m:Memory) RETURN count(*)")[0][0])
+        )
 
     def all_memory_ids(self) -> set[str]:
         return {r[0] for r in self.read("MATCH (m:Memory) RETURN m.id")}
 
     def has_archived(self) -> bool:
         """Cached until the next write: recall asks on every query."""
-        key = ("has_archived", self.write_generation)
-        if self._memo.get("has_archived", (None,))[0] != key:
+
+        def any_archived() -> bool:
             with self._search_lock:
-                self._memo["has_archived"] = (key, self._memory_columns().any_archived())
-        return bool(self._memo["has_archived"][1])
+                return self._memory_columns().any_archived()
+
+        return self.until_write("has_archived", any_archived)
 
     def speakers(self) -> frozenset[str]:
         """Lowercased names of the people who speak in stored conversations; cached until the
         next write."""
-        key = ("speakers", self.write_generation)
-        if self._memo.get("speakers", (None,))[0] != key:
+
+        def speakers() -> frozenset[str]:
             with self._search_lock:
-                self._memo["speakers"] = (key, self._memory_columns().speakers())
-        found: frozenset[str] = self._memo["speakers"][1]
-        return found
+                return self._memory_columns().speakers()
+
+        return self.until_write("speakers", speakers)
 
     def keyword_search(self, text: str, *, top: int) -> list[tuple[str, float]]:
         """BM25 over `search_text`; `text` must already be analysed (graphmem.text.query_text)."""
@@ -544,28 +544,29 @@ class MemoryRepository(VectorTables, PendingWork):
     def backlog(self) -> dict[str, int]:
         """What background work has yet to do: live memories and document chunks waiting for
         their entities and facts. Counted once per write (multi-hop asks on every query)."""
-        key = ("backlog", self.write_generation)
-        if self._memo.get("backlog", (None,))[0] != key:
+
+        def count() -> dict[str, int]:
             memories = self.read(
                 "MATCH (m:Memory) WHERE m.lifecycle <> 'archived' AND m.extracted_by IS NULL "
                 "RETURN count(*)"
             )
             chunks = self.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN count(*)")
-            counts = {"extraction": int(memories[0][0]), "chunks": int(chunks[0][0])}
-            self._memo["backlog"] = (key, counts)
-        return dict(self._memo["backlog"][1])
+            return {"extraction": int(memories[0][0]), "chunks": int(chunks[0][0])}
+
+        return dict(self.until_write("backlog", count))
 
     def _field_counts(self) -> dict[str, dict[str, int]]:
         """Memories by type, kind, context, lifecycle and layer: five scans (~30 ms at 100k),
         so cached until the next write (the console's stats page asks on every view)."""
-        key = ("field_counts", self.write_generation)
-        if self._memo.get("field_counts", (None,))[0] != key:
+
+        def count() -> dict[str, dict[str, int]]:
             counts: dict[str, dict[str, int]] = {}
             for field in ("type", "kind", "context", "lifecycle", "layer"):
                 rows = self.read(f"MATCH (m:Memory) RETURN m.{field}, count(*)")
                 counts[field] = {str(k) if k is not None else "": int(v) for k, v in rows}
-            self._memo["field_counts"] = (key, counts)
-        return dict(self._memo["field_counts"][1])
+            return counts
+
+        return dict(self.until_write("field_counts", count))
 
     def stats(self, space: EmbeddingSpace) -> StoreStats:
         counts = self._field_counts()

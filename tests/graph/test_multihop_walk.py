@@ -1,55 +1,141 @@
-"""The walk's admission of memories: what it reaches once its room is gone is found from the
-memories already in, and is exactly what offering every memory of every entity would give, but
-for the links of memories of earlier rounds (a round starts by linking all of theirs)."""
+"""The walk works on a round's mentions at once, as arrays. What it gathers must be what the
+plain walk gathers, one memory and one entity at a time: the same memories, admitted in the
+same order while there is room, and the same edges, at the same weights."""
 
 from __future__ import annotations
 
 import gc
+import math
 import random
+from collections.abc import Sequence
 
 import pyarrow as pa
+import pytest
 
-from graphmem.graph.multihop import Subgraph, _Admission, _reached, trace
+from graphmem.graph import multihop
+from graphmem.graph.multihop import Subgraph, gather, rank, trace
 from graphmem.heap import settled
 from graphmem.storage.entity_index import EntityIndex
 
 
-def _index(mentions: list[tuple[str, str]]) -> EntityIndex:
-    def table(*columns: list[str]) -> pa.Table:
-        return pa.table({f"c{i}": pa.array(c, pa.string()) for i, c in enumerate(columns)})
+def _table(*columns: list[str]) -> pa.Table:
+    return pa.table({f"c{i}": pa.array(c, pa.string()) for i, c in enumerate(columns)})
 
-    memories, entities = zip(*mentions, strict=True)
+
+def _index(
+    mentions: list[tuple[str, str]], facts: Sequence[tuple[str, str, str]] = ()
+) -> EntityIndex:
+    memories, entities = (list(c) for c in zip(*mentions, strict=True))
     names = sorted(set(entities))
     return EntityIndex(
-        table(list(memories), list(entities)),
-        table(names, names, ["concept"] * len(names)),
-        table([], [], [], []),
-        table([], []),
-        table([], []),
-        table([], []),
+        _table(memories, entities),
+        _table(names, names, ["concept"] * len(names)),
+        _table(*(list(c) for c in zip(*facts, strict=True)), [f"f{i}" for i in range(len(facts))])
+        if facts
+        else _table([], [], [], []),
+        _table([], []),
+        _table([], []),
+        _table([], []),
     )
 
 
-def test_pairs_reached_after_the_room_is_gone_are_those_of_memories_admitted() -> None:
-    rng = random.Random(5)
-    mentions = sorted({(f"m{rng.randrange(300)}", f"e{rng.randrange(60)}") for _ in range(1500)})
-    index = _index(mentions)
-    walkable = sorted(index.memories_of, key=lambda e: (len(index.memories_of[e]), e))
-    known = {f"m{i}" for i in range(10)}
+class _Store:
+    """What the walk reads of a store: its entity index and (here, no) sessions."""
 
-    every = _Admission(set(known), 40)
-    expected = {
-        (m, e) for e in walkable for m in index.memories_of[e] if every(m) and m not in known
+    def __init__(self, index: EntityIndex) -> None:
+        self.index = index
+
+    def entity_index(self) -> EntityIndex:
+        return self.index
+
+    def session_ids(self, ids: Sequence[str]) -> dict[str, str]:
+        return {}
+
+    def session_order(self, sessions: Sequence[str]) -> dict[str, list[str]]:
+        return {}
+
+
+def _plain_walk(
+    index: EntityIndex, seeds: list[str], hops: int, room: int
+) -> tuple[list[str], dict[tuple[str, str], float]]:
+    """The walk written out: memories in the order admitted, edges with their weights."""
+    memories = list(seeds)
+    edges: dict[tuple[str, str], float] = {}
+    expanded: set[str] = set()
+    frontier = list(seeds)
+
+    def degree(entity: str) -> int:
+        return len(index.memories_of.get(entity, ()))
+
+    def mention(memory: str, entity: str) -> None:
+        edges.setdefault(("e:" + entity, "m:" + memory), 1 / math.log(2 + degree(entity)))
+
+    for _ in range(hops):
+        if not frontier or len(memories) >= room:
+            break
+        named = []
+        for memory in frontier:
+            for entity in index.entities_of.get(memory, ()):
+                mention(memory, entity)
+                named.append(entity)
+        fresh = [e for e in dict.fromkeys(named) if e not in expanded]
+        linked = set()
+        for subject, _, obj, _ in index.facts_between(fresh):
+            edges[tuple(sorted(("e:" + subject, "e:" + obj)))] = 1.0  # type: ignore[index]
+            linked |= {subject, obj}
+        expanded.update(fresh)
+        walkable = sorted(
+            (e for e in set(fresh) | linked if degree(e) <= multihop.HUB_MENTIONS),
+            key=lambda e: (degree(e), e),
+        )
+        new: list[str] = []
+        for entity in walkable:
+            for memory in index.memories_of.get(entity, ()):
+                if memory not in memories and memory not in new and len(memories + new) < room:
+                    new.append(memory)
+                if memory in new:
+                    mention(memory, entity)
+        memories += new
+        frontier = new
+    return memories, edges
+
+
+@pytest.mark.parametrize("room", [40, 120, 700])
+def test_the_walk_gathers_what_the_plain_walk_gathers(
+    room: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(room)
+    mentions = sorted({(f"m{rng.randrange(400)}", f"e{rng.randrange(90)}") for _ in range(1600)})
+    facts = [(f"e{rng.randrange(90)}", "uses", f"e{rng.randrange(90)}") for _ in range(30)]
+    index = _index(mentions, facts)
+    monkeypatch.setattr(multihop, "MAX_MEMORIES", room)
+    seeds = ["m1", "m2", "m3", "nowhere"]  # a seed may name nothing
+
+    sub = gather(_Store(index), seeds, max_hops=2)  # type: ignore[arg-type]
+
+    memories, edges = _plain_walk(index, seeds, 2, room)
+    assert sub.memories == set(memories)
+    graph = sub.graph
+    got = {
+        tuple(sorted((graph.node(int(a)), graph.node(int(b))))): w
+        for a, b, w in zip(graph.ca, graph.cb, graph.weight.tolist(), strict=True)
     }
-    admitted = _Admission(set(known), 40)
-    got = _reached(index, walkable, admitted)
-
-    assert admitted.full and list(admitted.new) == list(every.new)
-    assert set(got) == expected
-    assert len(got) == len(set(got))
+    assert got == pytest.approx(edges)
+    assert sub.entity_count == len({e for pair in edges for e in pair if e[:2] == "e:"})
 
 
-def test_paths_follow_the_strongest_links_added_during_the_walk() -> None:
+def test_rank_favours_memories_close_to_the_seeds() -> None:
+    index = _index([("m1", "e1"), ("m2", "e1"), ("m2", "e2"), ("m3", "e2"), ("m4", "e3")])
+    sub = gather(_Store(index), ["m1"], max_hops=2)  # type: ignore[arg-type]
+
+    scores = rank(sub, {"m1": 1.0}, damping=0.85)
+
+    assert set(scores) == {"m1", "m2", "m3"}  # m4 shares nothing with them
+    assert scores["m1"] > scores["m2"] > scores["m3"] > 0
+    assert trace(sub, ["m1"], ["m3"]) == {"m3": ["m:m1", "e:e1", "m:m2", "e:e2", "m:m3"]}
+
+
+def test_paths_follow_the_strongest_links() -> None:
     sub = Subgraph()
     sub.link("m:a", "e:x", "mentions", 1.0)
     sub.link("e:x", "m:b", "mentions", 1.0)
@@ -58,7 +144,21 @@ def test_paths_follow_the_strongest_links_added_during_the_walk() -> None:
     sub.link("m:a", "m:c", "supersedes", 1.0)  # the stronger relation replaces the weaker
 
     assert trace(sub, ["a"], ["b", "c"]) == {"b": ["m:a", "e:x", "m:b"], "c": ["m:a", "m:c"]}
-    assert sub.adjacent["m:a"] == ["e:x", "m:c"]
+    assert sub.edge("m:c", "m:a").relation == "supersedes"
+
+
+def test_a_link_stronger_than_a_mention_replaces_it_on_the_path() -> None:
+    index = _index([("m1", "e1"), ("m2", "e1")])
+    sub = gather(_Store(index), ["m1"], max_hops=1)  # type: ignore[arg-type]
+    mention = sub.edge("e:e1", "m:m2")
+    assert mention == sub.edge("m:m2", "e:e1")
+    assert (mention.relation, mention.source) == ("mentions", "m:m2")
+
+    sub.link("m:m2", "e:e1", "answers", 1.0)
+
+    assert mention.weight < 1.0
+    assert sub.edge("m:m2", "e:e1").relation == "answers"
+    assert len(sub.graph) == 2
 
 
 def test_a_settled_index_is_left_out_of_collections() -> None:

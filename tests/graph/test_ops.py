@@ -235,14 +235,20 @@ def test_multihop_walks_from_the_person_asked_about_to_the_kind_of_thing_asked_f
     assert "-mentions-> Tim <-mentions- Tim: Finally finished" in path
 
 
-def test_the_answer_hop_reads_live_memories_only_up_to_its_limit(oneshot: GraphMemory) -> None:
+@pytest.mark.parametrize("indexed", [False, True])
+def test_the_answer_hop_reads_live_memories_only_up_to_its_limit(
+    oneshot: GraphMemory, indexed: bool
+) -> None:
+    """From the store, or from the in-process entity index once a walk has read it: the same."""
     stored = oneshot.remember_many([{"content": f"{who}: {text}"} for who, text in CHAT])
     oneshot.index_triples()
     store = oneshot.store
     labels = asked_labels("What books has Tim read?")
-    assert store.entity_index().resolve(["tim", "nobody"]) == store.resolve_norms(["tim"])
 
     def things(limit: int = 100) -> set[str]:
+        if indexed:
+            store.entity_index()
+        assert (store.fresh_entity_index() is not None) == indexed
         return {row[0] for row in store.things_mentioned_with(["tim"], labels, limit=limit)}
 
     def facts() -> set[str]:
@@ -250,12 +256,13 @@ def test_the_answer_hop_reads_live_memories_only_up_to_its_limit(oneshot: GraphM
 
     assert things() == {stored[2].id, stored[5].id}
     assert facts() == {stored[1].id}
+    assert store.resolve_known(["tim", "nobody"]) == {"tim": "tim"}
     store.set_fields(stored[2].id, {"lifecycle": "archived"})
     store.set_fields(stored[1].id, {"lifecycle": "archived"})
     assert things() == {stored[5].id}
     assert facts() == set()
     assert len(things(limit=1)) == 1
-    # only a person's memories: John is one, "Dune" is not
+    # only a person's memories: Tim is one, "Dune" is not
     assert store.things_mentioned_with(["dune"], labels, limit=100) == []
 
 
