@@ -56,7 +56,9 @@ _SHORT_FORMS = {
 _INNER_QUOTES = str.maketrans("", "", '"`“”')
 
 
-def _singular(word: str) -> str:
+def singular(word: str) -> str:
+    """ "runbooks" -> "runbook": the singular of a lower-case English plural (any other word as
+    it is)."""
     if word in _IRREGULAR:
         return _IRREGULAR[word]
     if len(word) < 4 or word in _KEEP or word.endswith(("ss", "us", "is")):
@@ -102,7 +104,7 @@ def _singular_last_word(text: str) -> str:
     if _ACRONYM_PLURAL.fullmatch(last) and len(last) >= 3:
         last = last[:-1]
     elif last.isalpha() and last.islower():
-        last = _singular(last)
+        last = singular(last)
     return f"{head} {last}" if head else last
 
 

@@ -7,15 +7,25 @@ A new name is resolved, cheapest first, to:
    name (the normaliser folded case, plurals and articles: "JWT", "the JWTs");
 2. an entity spelt the same once punctuation and spaces are dropped ("billing-service",
    "billing service", "BillingService") whose name also means the same to the embedder, both
-   spelled out ("Billing Service"). A snake_case name is a code name (a column, a database, a
-   rake namespace named after the thing: "publishing_api") and joins only snake_case names;
-3. the named thing, for a name followed by a noun that only says what kind of thing it is
+   spelled out ("Billing Service"). A code name, snake_case or lowerCamelCase (a column, a
+   database, a rake namespace, a field named after the thing: "publishing_api",
+   "retryPolicy"), joins only code names;
+3. the same name in the singular, for a plural the normaliser keeps: on the last segment of a
+   hyphenated name or the last hump of a CamelCase one ("payments-dashboards", "RetryPolicies")
+   or on the last word of a Title Case name of two words or more ("Postgres Replicas"), in
+   whichever order the two forms arrive. Only a singular already known is joined, so a one-word
+   name that looks plural ("James") keeps its letters;
+4. the named thing, for a name followed by a noun that only says what kind of thing it is
    ("ledger-worker service", "publishing-api app", "Govspeak gem", "finder_filter object"), in
    whichever order the two forms arrive. The noun is singular ("GOV.UK applications" are several
    things) and what it follows is a name, not a plain word; after a known third-party tool it
    says what was built with it ("Rails app", "GitHub repo"), so there only "daemon", "server" or
    "process" count ("Docker daemon");
-4. a person whose first name a one-word person name shortens ("Mel" -> "Melanie"), when only
+5. the name a cloud vendor's name leads ("AWS Lambda" -> "Lambda", "Amazon Kinesis stream" ->
+   "Kinesis stream"), in whichever order the two forms arrive: the name starts with a
+   capital or a digit and is written with the same letters and case on its own ("AWS account"
+   is an account, "Google Docs" is not "DOCS");
+6. a person whose first name a one-word person name shortens ("Mel" -> "Melanie"), when only
    one person's name starts so.
 
 Anything else is a new entity. A name with a modifier that picks out another thing ("pgbouncer
@@ -35,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from graphmem.extractors import ExtractedEntity
-from graphmem.extractors.normalise import long_form
+from graphmem.extractors.normalise import long_form, singular
 from graphmem.extractors.vocabulary import PACKAGES, PRODUCTS, words
 from graphmem.storage.entities import EntityRow, compact_key
 from graphmem.storage.store import KuzuStore
@@ -54,9 +64,14 @@ KIND_NOUNS = words(
     """
 )
 RUNNING = words("daemon server process")  # a third-party tool's own program
+# cloud vendors whose product names are written with and without the vendor's name ("AWS
+# Lambda", "Amazon Kinesis", "Google BigQuery", "Azure Functions")
+VENDORS = words("aws amazon google gcp azure microsoft")
 THIRD_PARTY = PACKAGES | PRODUCTS
 _HUMPS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[\s\-_./:]+")
+_LOWER_CAMEL = re.compile(r"[a-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+")  # "retryPolicy", not "jQuery"
+_QUOTES = " `'\"“”‘’"
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,8 @@ class ResolutionRules:
     same_meaning: float = 0.8  # cosine of two spelled-out names the compact key joins
     code_names_apart: bool = True  # snake_case names join only snake_case names
     kind_nouns: bool = True  # "ledger-worker service" is ledger-worker
+    plurals: bool = True  # "payments-dashboards", "RetryPolicies" join a known singular
+    vendors: bool = True  # "AWS Lambda" is Lambda
     nickname_letters: int = 3  # shortest short form of a first name; 0 turns it off
 
 
@@ -119,8 +136,63 @@ def kind_fits(noun: str, mention: ExtractedEntity, base: Known, base_said: str) 
     return is_a_name(base.name, base.label) or is_a_name(base_said, "concept")
 
 
-def _code_name(norm: str) -> bool:
-    return "_" in norm
+def code_name(norm: str, name: str) -> bool:
+    """A snake_case ("publishing_api") or lowerCamelCase ("retryPolicy") name: an
+    identifier in code (a column, a field, a variable) named after a thing, not the thing."""
+    return "_" in norm or bool(_LOWER_CAMEL.fullmatch(name.strip(_QUOTES)))
+
+
+def singular_spelling(name: str, norm: str) -> tuple[str, str] | None:
+    """(norm, name) of `name` with a plural the normaliser keeps made singular, or None: the
+    last segment of a hyphenated name ("payments-dashboards"), the last hump of a CamelCase one
+    ("RetryPolicies") and the last word of a Title Case name of two words or more ("Postgres
+    Replicas"). A one-word Title Case name keeps its letters ("James", "Paris")."""
+    said = name.strip(_QUOTES + ".,;:!?")
+    words = said.split()
+    if not words or "_" in norm:
+        return None
+    last = words[-1]
+    piece = last.rpartition("-")[2]
+    if piece == last:
+        piece = _HUMPS.split(last)[-1]
+        if piece == last and len(words) < 2:
+            return None
+    if not (piece.isalpha() and (piece.islower() or piece.istitle())):
+        return None
+    one = singular(piece.lower())
+    if one == piece.lower() or not norm.endswith(piece.lower()):
+        return None
+    written = one.capitalize() if piece.istitle() else one
+    return norm[: -len(piece)] + one, said[: -len(piece)] + written
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def vendor_split(norm: str, name: str) -> tuple[str, str] | None:
+    """(norm, spelling) of the name a cloud vendor's name leads ("AWS Lambda" -> "lambda",
+    "Lambda"), or None: the name must start with a capital or a
+    digit ("AWS account" is an account of AWS, not a thing called "account")."""
+    first, _, rest = norm.partition(" ")
+    said = name.split(maxsplit=1)
+    if first not in VENDORS or not rest or len(said) < 2:
+        return None
+    spelt = said[1].strip(_QUOTES)
+    return (rest, spelt) if spelt[:1].isupper() or spelt[:1].isdigit() else None
+
+
+def written_alike(said: str, known: Known) -> bool:
+    """Whether an entity's name starts with the first word of `said`, letter for letter and
+    case for case ("Big" / "BigQuery", "Kinesis" / "Kinesis stream", not "Docs" / "DOCS")."""
+    word = _letters(said.split(maxsplit=1)[0]) if said.strip() else ""
+    return bool(word) and _letters(known.name).startswith(word)
+
+
+def plural_keys(key: str) -> list[str]:
+    """The compact keys a plural of a name with this key may have."""
+    keys = [key + "s", key + "es"]
+    return [*keys, key[:-1] + "ies"] if key.endswith("y") else keys
 
 
 class EntityResolver:
@@ -160,8 +232,16 @@ class EntityResolver:
         for known in batch.by_key.get(compact_key(norm), []):
             if self._same_spelling(norm, entity.name, known):
                 return known
+        if self.rules.plurals:
+            found = self._plural_of(norm, entity, batch)
+            if found is not None:
+                return found
         if self.rules.kind_nouns:
             found = self._kind_of(norm, entity, batch)
+            if found is not None:
+                return found
+        if self.rules.vendors:
+            found = self._vendor_of(norm, entity, batch)
             if found is not None:
                 return found
         if self.rules.nickname_letters:
@@ -169,20 +249,56 @@ class EntityResolver:
         return None
 
     def _same_spelling(self, norm: str, name: str, known: Known) -> bool:
-        if self.rules.code_names_apart and _code_name(norm) != _code_name(known.id):
+        if self.rules.code_names_apart and code_name(norm, name) != code_name(known.id, known.name):
             return False
         if self.embed_names is None or name.lower() == known.name.lower():
             return True
         vectors = self.embed_names([spelled_out(name), spelled_out(known.name)])
         return float(vectors[0] @ vectors[1]) >= self.rules.same_meaning
 
+    def _plural_of(self, norm: str, entity: ExtractedEntity, batch: _Batch) -> Known | None:
+        """ "payments-dashboards" -> "payments-dashboard", whichever of the two came first."""
+        one = singular_spelling(entity.name, norm)
+        if one is not None:
+            for known in batch.by_key.get(compact_key(one[0]), []):
+                if self._same_spelling(*one, known):
+                    return known
+        key = compact_key(norm)
+        for plural in plural_keys(key):
+            for known in batch.by_key.get(plural, []):
+                one = singular_spelling(known.name, known.id)
+                if one is None or compact_key(one[0]) != key:
+                    continue
+                if self._same_spelling(norm, entity.name, Known(one[0], one[1], known.label)):
+                    return known
+        return None
+
+    def _vendor_of(self, norm: str, entity: ExtractedEntity, batch: _Batch) -> Known | None:
+        """ "AWS Lambda" -> Lambda; "Kinesis stream" -> an entity named "Amazon Kinesis stream"
+        made before it."""
+        split = vendor_split(norm, entity.name)
+        if split is not None:
+            known = batch.known(*split)
+            if known is not None and written_alike(split[1], known):
+                return known
+        if not entity.name[:1].isupper() and not entity.name[:1].isdigit():
+            return None
+        for vendor in sorted(VENDORS):
+            longer = batch.by_norm.get(f"{vendor} {norm}")
+            if longer is None:
+                continue
+            led = vendor_split(longer.id, longer.name)
+            if led is not None and written_alike(led[1], Known(norm, entity.name, "")):
+                return longer
+        return None
+
     def _kind_of(self, norm: str, entity: ExtractedEntity, batch: _Batch) -> Known | None:
         """ "ledger-worker service" -> ledger-worker; "ledger-worker" -> an entity named
         "ledger-worker service" made before it."""
         split = kind_split(norm)
         if split is not None:
-            base = batch.known(split[0])
             base_said = entity.name.rsplit(maxsplit=1)[0]
+            base = batch.known(split[0], base_said)
             if base is not None and kind_fits(split[1], entity, base, base_said):
                 return base
         for noun in KIND_NOUNS:
@@ -205,6 +321,13 @@ class _Batch:
     ) -> None:
         kinds = rules.kind_nouns
         bases = [s[0] for s in map(kind_split, new) if s is not None] if kinds else []
+        if rules.vendors:
+            bases += [s[0] for s in (vendor_split(n, e.name) for n, e in new.items()) if s]
+        spellings = [compact_key(n) for n in [*new, *bases]]
+        if rules.plurals:
+            ones = (singular_spelling(e.name, n) for n, e in new.items())
+            spellings += [compact_key(one[0]) for one in ones if one is not None]
+            spellings += [k for n in new for k in plural_keys(compact_key(n))]
         longer = [
             f"{norm} {noun}"
             for norm, entity in new.items()
@@ -213,7 +336,7 @@ class _Batch:
         ]
         self.by_key: dict[str, list[Known]] = {
             key: [Known(*row) for row in rows]
-            for key, rows in store.entities_by_key([compact_key(n) for n in [*new, *bases]]).items()
+            for key, rows in store.entities_by_key(spellings).items()
         }
         resolved = store.resolve_norms(bases)
         names = store.entity_names(list(resolved.values()))
@@ -222,6 +345,8 @@ class _Batch:
             for norm, entity in resolved.items()
             if entity in names
         }
+        if rules.vendors:
+            longer += [f"{vendor} {norm}" for norm in new for vendor in VENDORS]
         # a longer form made before its name: an entity of its own ("ledger-worker service")
         for entity, (name, label) in store.entity_names(longer).items():
             self.by_norm[entity] = Known(entity, name, label)
@@ -243,14 +368,15 @@ class _Batch:
         if self.letters and known.label == "person" and norm.isalpha() and known.id == norm:
             self.people.setdefault(norm[: self.letters], []).append(known)
 
-    def known(self, norm: str) -> Known | None:
-        """The entity a name is, by its norm, else by its compact key (a snake_case name only
-        by another's, see the module doc)."""
+    def known(self, norm: str, said: str) -> Known | None:
+        """The entity a name is, by its norm, else by its compact key (a code name only by
+        another's, see the module doc); `said` is how the text wrote it."""
         if norm in self.by_norm:
             return self.by_norm[norm]
         spelt = self.by_key.get(compact_key(norm), [])
         if self.code_names_apart:
-            spelt = [k for k in spelt if _code_name(k.id) == _code_name(norm)]
+            code = code_name(norm, said)
+            spelt = [k for k in spelt if code_name(k.id, k.name) == code]
         return next(iter(spelt), None)
 
     def person_shortened(self, norm: str, entity: ExtractedEntity) -> Known | None:

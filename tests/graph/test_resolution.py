@@ -189,14 +189,84 @@ def test_a_short_name_two_people_share_joins_neither(gm: GraphMemory) -> None:
     assert _entity(gm, "Mel") not in (_entity(gm, "Melanie"), _entity(gm, "Melissa"))
 
 
+PLURALS = (
+    [("payments-dashboard", "identifier"), ("RetryPolicy", "identifier")],
+    [("payments-dashboards", "identifier"), ("RetryPolicies", "identifier")],
+    [("Postgres Replicas", "concept"), ("Postgres replica", "concept")],
+)
+
+
+@pytest.mark.parametrize("names", [PLURALS, PLURALS[::-1]], ids=["singular first", "plural first"])
+def test_a_plural_code_name_or_title_case_name_is_its_singular(
+    gm: GraphMemory, names: Sequence[list[tuple[str, str]]]
+) -> None:
+    _resolve(gm, ResolutionRules(), *names)
+
+    assert _entity(gm, "payments-dashboard") is not None
+    assert _entity(gm, "payments-dashboards") == _entity(gm, "payments-dashboard")
+    assert _entity(gm, "RetryPolicies") == _entity(gm, "RetryPolicy")
+    assert _entity(gm, "Postgres Replicas") == _entity(gm, "Postgres replica")
+
+
+def test_a_camel_case_field_is_not_the_thing_it_is_named_after(gm: GraphMemory) -> None:
+    _resolve(
+        gm,
+        ResolutionRules(),
+        [("retry-policy", "identifier")],
+        [("retryPolicy", "identifier"), ("retryPolicies", "identifier")],
+    )
+
+    policy = _entity(gm, "retry-policy")
+    assert policy is not None
+    assert _entity(gm, "retryPolicy") not in (None, policy)
+    assert _entity(gm, "retryPolicies") not in (None, policy)
+
+
+VENDOR = (
+    [("Kinesis", "product"), ("BigQuery", "product")],
+    [("Amazon Kinesis", "product"), ("Google BigQuery", "product")],
+)
+
+
+@pytest.mark.parametrize("names", [VENDOR, VENDOR[::-1]], ids=["name first", "vendor first"])
+def test_a_cloud_vendor_before_a_name_is_that_name(
+    gm: GraphMemory, names: Sequence[list[tuple[str, str]]]
+) -> None:
+    _resolve(gm, ResolutionRules(), *names)
+
+    assert _entity(gm, "Kinesis") is not None
+    assert _entity(gm, "Amazon Kinesis") == _entity(gm, "Kinesis")
+    assert _entity(gm, "Google BigQuery") == _entity(gm, "BigQuery")
+
+
+def test_a_vendor_before_a_plain_word_is_another_thing(gm: GraphMemory) -> None:
+    _resolve(
+        gm,
+        ResolutionRules(),
+        [("billing", "concept"), ("DOCS", "concept")],
+        [("AWS billing", "concept"), ("Google Docs", "product")],
+    )
+
+    assert _entity(gm, "AWS billing") not in (None, _entity(gm, "billing"))
+    assert _entity(gm, "Google Docs") not in (None, _entity(gm, "DOCS"))
+
+
 def test_each_rule_can_be_turned_off(gm: GraphMemory) -> None:
-    off = ResolutionRules(kind_nouns=False, nickname_letters=0)
+    off = ResolutionRules(kind_nouns=False, nickname_letters=0, plurals=False, vendors=False)
     _resolve(
         gm,
         off,
-        [("ledger-worker", "service"), ("Melanie", "person")],
-        [("ledger-worker service", "service"), ("Mel", "person")],
+        [("ledger-worker", "service"), ("Melanie", "person"), ("payments-dashboard", "service")],
+        [
+            ("ledger-worker service", "service"),
+            ("Mel", "person"),
+            ("payments-dashboards", "service"),
+            ("Amazon Kinesis", "product"),
+        ],
+        [("Kinesis", "product")],
     )
 
     assert _entity(gm, "ledger-worker service") != _entity(gm, "ledger-worker")
     assert _entity(gm, "Mel") != _entity(gm, "Melanie")
+    assert _entity(gm, "payments-dashboards") != _entity(gm, "payments-dashboard")
+    assert _entity(gm, "Kinesis") != _entity(gm, "Amazon Kinesis")
