@@ -54,6 +54,7 @@ class Subgraph:
         self._numbered: dict[tuple[str, str], tuple[int, int]] = {}  # a link's, sorted
         self.seeds: list[str] = []  # memory nodes
         self._mentions: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+        self._facts: list[npt.NDArray[np.int64]] = []  # the index's fact rows
         count = self.walk.entity_count if self.walk is not None else 0
         self._entities = np.zeros(count, dtype=bool)
         self._numbers: dict[str, int] = {}  # each node numbered so far
@@ -77,6 +78,12 @@ class Subgraph:
             self._mentions.append((memories, entities))
             self._graph = None
 
+    def fact(self, rows: npt.NDArray[np.int64]) -> None:
+        """Facts between entities, as rows of the index's facts (repeats are fine)."""
+        if len(rows):
+            self._facts.append(rows)
+            self._graph = None
+
     def reach(self, entities: npt.NDArray[np.int64]) -> None:
         self._entities[entities] = True
 
@@ -97,20 +104,22 @@ class Subgraph:
     def number(self, node: str) -> int:
         """A node's number: a memory or entity of the index as the index numbers it (entities
         after memories), any other after those."""
-        found = self._numbers.get(node)
+        found = self.known_number(node)
         if found is None:
-            found = self._numbers[node] = self._first_number(node)
+            self._others.append(node)
+            found = self._numbers[node] = self._beyond + len(self._others) - 1
         return found
 
-    def _first_number(self, node: str) -> int:
+    def known_number(self, node: str) -> int | None:
+        """The node's number if it has one yet (any node of the index has)."""
+        found = self._numbers.get(node)
         walk, index = self.walk, self.index
-        if walk is not None and index is not None:
+        if found is None and walk is not None and index is not None:
             if node[:2] == "m:" and (at := index.memory_at.get(node[2:])) is not None:
-                return at
-            if node[:2] == "e:" and (at := index.entity_at.get(node[2:])) is not None:
-                return walk.memory_count + at
-        self._others.append(node)
-        return self._beyond + len(self._others) - 1
+                found = self._numbers[node] = at
+            elif node[:2] == "e:" and (at := index.entity_at.get(node[2:])) is not None:
+                found = self._numbers[node] = walk.memory_count + at
+        return found
 
     @property
     def _beyond(self) -> int:
@@ -147,6 +156,13 @@ class Graph:
             first.append(memories)
             second.append(entities + walk.memory_count)  # always the greater number
             weights.append(walk.weight[entities])
+        facts = np.concatenate(sub._facts) if sub._facts else np.zeros(0, dtype=np.int64)
+        if walk is not None:
+            subjects = walk.fact_subject[facts] + walk.memory_count
+            objects = walk.fact_object[facts] + walk.memory_count
+            first.append(np.minimum(subjects, objects))
+            second.append(np.maximum(subjects, objects))
+            weights.append(np.ones(len(facts)))
         links = list(sub.links.items())
         pairs = np.array([sub._numbered[key] for key, _ in links], dtype=np.int64).reshape(-1, 2)
         seeds = np.array([sub.number(node) for node in sub.seeds], dtype=np.int64)
@@ -154,7 +170,7 @@ class Graph:
         second.append(pairs[:, 1])
         weights.append(np.array([edge.weight for _, edge in links], dtype=np.float64))
         a, b, weight = np.concatenate(first), np.concatenate(second), np.concatenate(weights)
-        # one edge a pair, the strongest (the first of equals: mentions before links)
+        # one edge a pair, the strongest (the first of equals: mentions, facts, then links)
         size = int(max(a.max(initial=0), b.max(initial=0), seeds.max(initial=0))) + 1
         key = a * size + b
         order = np.lexsort((-weight, key))
@@ -162,8 +178,10 @@ class Graph:
         self.a, self.b, self.weight = a[kept], b[kept], weight[kept]
         self._keys = key[kept]  # sorted: `kept` follows `key`'s order
         self._size = size
-        # where each kept edge came from: -1 for mentions, else its place in `links`
-        origin = np.concatenate([np.full(len(a) - len(links), -1), np.arange(len(links))])
+        # where each kept edge came from: -1 for a mention, -2 - row for a fact, else its
+        # place in `links`
+        mentions = len(a) - len(links) - len(facts)
+        origin = np.concatenate([np.full(mentions, -1), -2 - facts, np.arange(len(links))])
         self._origin = origin[kept]
         self._links = links
         self.numbers, inverse = np.unique(
@@ -179,9 +197,16 @@ class Graph:
     def edge(self, x: str, y: str) -> Edge:
         a, b = sorted((self._sub.number(x), self._sub.number(y)))
         at = int(np.searchsorted(self._keys, a * self._size + b))
+        if at == len(self._keys) or self._keys[at] != a * self._size + b:
+            raise KeyError((x, y))
         origin = int(self._origin[at])
         if origin >= 0:
             return self._links[origin][1]
+        walk, index = self._sub.walk, self._sub.index
+        if origin <= -2 and walk is not None and index is not None:
+            row = -2 - origin
+            subject = "e:" + index.entity_ids[walk.fact_subject[row]]
+            return Edge(1.0, walk.predicates[walk.fact_predicate[row]], subject)
         memory = x if x[:2] == "m:" else y
         return Edge(float(self.weight[at]), "mentions", memory)
 
@@ -206,7 +231,9 @@ class Graph:
 
     def find(self, node: str) -> int | None:
         """The node's position, if an edge or a seed puts it in the graph."""
-        number = self._sub.number(node)
+        number = self._sub.known_number(node)
+        if number is None:
+            return None
         at = int(np.searchsorted(self.numbers, number))
         return at if at < len(self.numbers) and self.numbers[at] == number else None
 
@@ -258,13 +285,11 @@ def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph
         named = np.unique(entities)
         fresh = named[~expanded[named]]
         # facts join entities: the walk may cross from one named thing to another
-        linked: set[int] = set()
-        for subject, predicate, obj, _ in index.facts_between(
-            [index.entity_ids[e] for e in fresh.tolist()]
-        ):
-            sub.link(_e(subject), _e(obj), predicate, 1.0)
-            linked.update(index.entity_at[x] for x in (subject, obj) if x in index.entity_at)
-        reached = np.union1d(fresh, np.array(sorted(linked), dtype=np.int64))
+        facts = np.unique(rows_of(walk.fact_ptr, walk.facts_of, fresh)[1])
+        sub.fact(facts)
+        reached = np.union1d(
+            fresh, np.concatenate([walk.fact_subject[facts], walk.fact_object[facts]])
+        )
         expanded[fresh] = True
         sub.reach(reached)
         # the rarest names first: the room left goes to what a specific name reaches

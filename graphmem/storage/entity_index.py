@@ -52,13 +52,27 @@ class EntityIndex:
                     _number(self.entity_at, self.entity_ids, entity),
                 )
             )
-        pairs = np.array(coded, dtype=np.int64).reshape(-1, 2)
-        self.walk = Numbered(pairs[:, 0], pairs[:, 1], len(self.memory_ids), self.entity_ids)
         self.facts_of: dict[str, list[tuple[str, str, str, str]]] = defaultdict(list)
+        predicates: dict[str, int] = {}
+        numbered_facts: list[tuple[int, int, int]] = []
         for fact in zip(*_columns(facts, 4), strict=True):
             self.facts_of[fact[0]].append(fact)
             if fact[2] != fact[0]:
                 self.facts_of[fact[2]].append(fact)
+            numbered_facts.append(
+                (
+                    _number(self.entity_at, self.entity_ids, fact[0]),
+                    _number(self.entity_at, self.entity_ids, fact[2]),
+                    predicates.setdefault(fact[1], len(predicates)),
+                )
+            )
+        self.walk = Numbered(
+            np.array(coded, dtype=np.int64).reshape(-1, 2),
+            np.array(numbered_facts, dtype=np.int64).reshape(-1, 3),
+            len(self.memory_ids),
+            self.entity_ids,
+            list(predicates),
+        )
         self.versions_of: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for newer, older in zip(*_columns(versions, 2), strict=True):
             self.versions_of[newer].append((newer, older))
@@ -142,19 +156,24 @@ class EntityIndex:
 
 
 class Numbered:
-    """Mentions as arrays: each memory's entities and each entity's memories (in the order
-    the store returned the mentions), how many memories name an entity and its weight, and
-    the entities' order by id, so that a walk works on thousands of mentions at once."""
+    """Mentions and facts as arrays: each memory's entities and each entity's memories (in the
+    order the store returned the mentions), how many memories name an entity and its weight,
+    the entities' order by id, and each entity's facts, so that a walk works on thousands of
+    them at once."""
 
     def __init__(
         self,
-        memories: npt.NDArray[np.int64],
-        entities: npt.NDArray[np.int64],
+        mentions: npt.NDArray[np.int64],
+        facts: npt.NDArray[np.int64],
         count: int,
         entity_ids: Sequence[str],
+        predicates: list[str],
     ) -> None:
+        """`mentions`: (memory, entity) rows; `facts`: (subject, object, predicate) rows,
+        the predicate a place in `predicates`."""
         self.memory_count = count
         self.entity_count = len(entity_ids)
+        memories, entities = mentions[:, 0], mentions[:, 1]
         self.entity_ptr, self.memories_of = _grouped(entities, memories, self.entity_count)
         self.memory_ptr, self.entities_of = _grouped(memories, entities, count)
         self.degree = np.diff(self.entity_ptr)
@@ -163,6 +182,15 @@ class Numbered:
         order = pc.sort_indices(pa.array(entity_ids, pa.string())).to_numpy()
         self.rank = np.empty(self.entity_count, dtype=np.int64)
         self.rank[order] = np.arange(self.entity_count)
+        self.fact_subject, self.fact_object, self.fact_predicate = facts.T
+        self.predicates = predicates
+        rows = np.arange(len(facts))
+        apart = self.fact_object != self.fact_subject
+        self.fact_ptr, self.facts_of = _grouped(
+            np.concatenate([self.fact_subject, self.fact_object[apart]]),
+            np.concatenate([rows, rows[apart]]),
+            self.entity_count,
+        )
 
 
 def rows_of(
