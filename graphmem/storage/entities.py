@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -518,19 +518,15 @@ class EntityRepository(KnowledgeRepository):
         labels, other than the people and the entities `besides`."""
         if not people or not labels:
             return []
-        index = self.fresh_entity_index()
-        if index is None:
-            return self._per_person(
-                people,
-                limit,
-                "MATCH (p:Entity {id: $person})<-[:MENTIONS]-(m:Memory)-[:MENTIONS]->(x:Entity) "
-                "WHERE p.label = 'person' AND x.label IN $labels AND NOT x.id IN $skip "
-                "AND m.lifecycle <> 'archived' RETURN m.id, p.id, x.id, x.name LIMIT $limit",
-                {"labels": list(labels), "skip": [*people, *besides]},
-            )
         skip, wanted = {*people, *besides}, set(labels)
-        return self._live_first(
-            (index.things_with(person, wanted, skip) for person in dict.fromkeys(people)), limit
+        return self._per_person(
+            people,
+            limit,
+            lambda index, person: index.things_with(person, wanted, skip),
+            "MATCH (p:Entity {id: $person})<-[:MENTIONS]-(m:Memory)-[:MENTIONS]->(x:Entity) "
+            "WHERE p.label = 'person' AND x.label IN $labels AND NOT x.id IN $skip "
+            "AND m.lifecycle <> 'archived' RETURN m.id, p.id, x.id, x.name LIMIT $limit",
+            {"labels": list(labels), "skip": list(skip)},
         )
 
     def facts_of_people(
@@ -541,36 +537,42 @@ class EntityRepository(KnowledgeRepository):
         one of the verbs ("visit", "go" of "go_to"), with the live memories they came from."""
         if not people or not verbs:
             return []
-        index = self.fresh_entity_index()
-        if index is None:
-            return self._per_person(
-                people,
-                limit,
-                "MATCH (p:Entity {id: $person})<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity), "
-                "(f)-[:EXTRACTED_FROM]->(m:Memory) "
-                "WHERE p.label = 'person' AND split_part(f.predicate, '_', 1) IN $verbs "
-                "AND m.lifecycle <> 'archived' "
-                "RETURN m.id, p.id, f.predicate, o.id, o.name LIMIT $limit",
-                {"verbs": list(verbs)},
-            )
         wanted = set(verbs)
-        return self._live_first(
-            (index.facts_by(person, wanted) for person in dict.fromkeys(people)), limit
+        return self._per_person(
+            people,
+            limit,
+            lambda index, person: index.facts_by(person, wanted),
+            "MATCH (p:Entity {id: $person})<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity), "
+            "(f)-[:EXTRACTED_FROM]->(m:Memory) "
+            "WHERE p.label = 'person' AND split_part(f.predicate, '_', 1) IN $verbs "
+            "AND m.lifecycle <> 'archived' "
+            "RETURN m.id, p.id, f.predicate, o.id, o.name LIMIT $limit",
+            {"verbs": list(verbs)},
         )
 
     def _per_person(
-        self, people: Sequence[str], limit: int, query: str, params: dict[str, Any]
-    ) -> list[Any]:
-        """A walk from each person in turn, by primary key, until `limit` rows: Kùzu 0.11.3
-        starts `WHERE p.id IN $people` with a scan and a join (0.46 s from a person named
-        945 times in a 10k store) where `{id: $person}` is an index lookup (3 ms)."""
-        rows: list[Any] = []
+        self,
+        people: Sequence[str],
+        limit: int,
+        from_index: Callable[[EntityIndex, str], Iterator[_Row]],
+        query: str,
+        params: dict[str, Any],
+    ) -> list[_Row]:
+        """The first `limit` rows, person by person: from the entity index when it is up to
+        date, else by a walk in the store from each person by primary key (Kùzu 0.11.3 starts
+        `WHERE p.id IN $people` with a scan and a join, 0.46 s from a person named 945 times in
+        a 10k store, where `{id: $person}` is an index lookup, 3 ms)."""
+        index = self.fresh_entity_index()
+        if index is not None:
+            return self._live_first((from_index(index, p) for p in dict.fromkeys(people)), limit)
+        rows: list[_Row] = []
         for person in dict.fromkeys(people):
             if len(rows) >= limit:
                 break
-            rows += self.read_tuples(
+            found: list[Any] = self.read_tuples(
                 query, {**params, "person": person, "limit": limit - len(rows)}
             )
+            rows += found
         return rows
 
     def _live_first(self, per_person: Iterable[Iterator[_Row]], limit: int) -> list[_Row]:
