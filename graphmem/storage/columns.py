@@ -266,7 +266,6 @@ class MemoryColumns:
             keyed = self.table.select(["session_id", "id"])
             keyed = keyed.filter(pc.is_valid(keyed["session_id"]))
             ordered = keyed.sort_by([("session_id", "ascending"), ("id", "ascending")])
-            ordered = ordered.combine_chunks()
             ids = ordered["id"].combine_chunks()
             spans: dict[str, tuple[int, int]] = {}
             if len(ordered):

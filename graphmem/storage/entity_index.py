@@ -1,10 +1,13 @@
 """Who mentions what, which facts join which entities, and which memory supersedes which, held
-in process for the multi-hop walk.
+in process for the multi-hop walk; with the entities' labels, where each fact about a person
+came from and the merged aliases, for the answer hop.
 
 Kùzu answers `WHERE m.id IN $ids` with a scan of the whole table, so each round of the walk
 cost as much at 100k memories as the store is big, whatever the few memories it started from.
-These lists are read once (three arrow scans) and read again only after a commit changed the
-entity graph (`KuzuConnection.entity_generation`); a walk then costs what it touches.
+These lists are read once (six arrow scans) and read again only after a commit changed the
+entity graph (`KuzuConnection.entity_generation`); a walk then costs what it touches. The
+mentions and facts are also kept numbered, as arrays (`Numbered`), so that a round of the walk
+takes thousands of them at once.
 """
 
 from __future__ import annotations
