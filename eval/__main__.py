@@ -214,17 +214,27 @@ def main(argv: list[str] | None = None) -> int:
     startup.add_argument("--embedding", default="local", help=embedding.HELP)
     startup.add_argument("--seconds", type=float, default=60.0, help="how long to time recall")
     startup.add_argument("--think", type=float, default=0.1, help="seconds between two recalls")
-    startup.add_argument("--out", type=Path, help="default eval/results/startup_load_<N>.json")
+    startup.add_argument(
+        "--multihop", action="store_true", help="time recall_multihop instead of recall"
+    )
+    startup.add_argument(
+        "--out", type=Path, help="default eval/results/startup_load[_multihop]_<N>.json"
+    )
     args = parser.parse_args(argv)
 
     if args.command == "startup-load":
         from eval.startup_load import run_startup_load
 
         result = run_startup_load(
-            args.store, args.embedding, seconds=args.seconds, think=args.think
+            args.store,
+            args.embedding,
+            seconds=args.seconds,
+            think=args.think,
+            multihop=args.multihop,
         )
         size = f"{round(result['memories'] / 1000)}k"
-        _write(result, args.out or Path("eval/results") / f"startup_load_{size}.json")
+        name = f"startup_load{'_multihop' if args.multihop else ''}_{size}.json"
+        _write(result, args.out or Path("eval/results") / name)
         return 0
 
     if args.command == "console":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,25 +25,33 @@ IDLE_QUERIES = 200
 
 
 def run_startup_load(
-    store: Path, embedding: str, *, seconds: float = 60.0, think: float = 0.1
+    store: Path,
+    embedding: str,
+    *,
+    seconds: float = 60.0,
+    think: float = 0.1,
+    multihop: bool = False,
 ) -> dict[str, Any]:
     """Idle recall latency, then recall latency and the backlog's drain during an owner's
-    first `seconds` on a copy of `store`."""
+    first `seconds` on a copy of `store`. With `multihop`, `recall_multihop` is timed instead:
+    the entity graph it walks is what the backlog keeps changing."""
     with tempfile.TemporaryDirectory(prefix="graphmem-startup-") as tmp:
         home = Path(tmp) / "store"
         shutil.copytree(store, home, ignore=shutil.ignore_patterns("owner.*", "*.lock"))
         with served(home, embedding) as asker:
             texts = [m.content for m in asker.list(limit=1000).memories]
             queries = queries_from(texts, 500, seed=7)
+            ask = asker.recall_multihop if multihop else asker.recall
             for query in queries[:20]:  # warm: columns read, caches filled
-                asker.recall(query)
-            idle = _paced(asker, queries, think, count=IDLE_QUERIES)
+                ask(query)
+            idle = _paced(ask, queries, think, count=IDLE_QUERIES)
             memories = asker.stats().total
         started = time.perf_counter()
         with served(home, embedding, extract=True) as asker:
             up = time.perf_counter() - started
             before = asker.stats().backlog
-            busy = _paced(asker, queries, think, seconds=seconds)
+            ask = asker.recall_multihop if multihop else asker.recall
+            busy = _paced(ask, queries, think, seconds=seconds)
             after = asker.stats().backlog
             elapsed = time.perf_counter() - started - up
     idle_stats, busy_stats = percentiles(idle), percentiles(busy)
@@ -51,6 +59,7 @@ def run_startup_load(
     return {
         "memories": memories,
         "embedding": embedding,
+        "timed": "recall_multihop" if multihop else "recall",
         "think_seconds": think,
         "owner_start_seconds": round(up, 2),
         "backlog_at_start": before,
@@ -64,21 +73,21 @@ def run_startup_load(
 
 
 def _paced(
-    asker: Any,
+    ask: Callable[[str], Any],
     queries: Sequence[str],
     think: float,
     *,
     count: int | None = None,
     seconds: float | None = None,
 ) -> list[float]:
-    """Recall after recall with `think` seconds between, `count` of them or for `seconds`."""
+    """Query after query with `think` seconds between, `count` of them or for `seconds`."""
     took: list[float] = []
     deadline = None if seconds is None else time.monotonic() + seconds
     while (count is None or len(took) < count) and (
         deadline is None or time.monotonic() < deadline
     ):
         started = time.perf_counter()
-        asker.recall(queries[len(took) % len(queries)])
+        ask(queries[len(took) % len(queries)])
         took.append(time.perf_counter() - started)
         time.sleep(think)
     return took

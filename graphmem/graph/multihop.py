@@ -265,7 +265,7 @@ def label(memory: Memory) -> str:
 def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph:
     """Breadth-first from the seeds: one memory-to-memory hop per round, over the store's
     in-process entity index (storage/entity_index.py), a round's mentions and facts at once."""
-    index = store.entity_index()
+    index = store.entity_index(while_extracting=True)
     walk = index.walk
     sub = Subgraph(index)
     sub.memories.update(seeds)

@@ -8,20 +8,28 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from graphmem.heap import settled
 from graphmem.storage.entity_index import EntityIndex
 from graphmem.storage.knowledge import KnowledgeRepository
 
 _Row = TypeVar("_Row", bound=tuple[str, ...])
+REUSE_SECONDS = 10.0  # how old an entity index a walk takes while extraction is behind
+
+
+class _Held(NamedTuple):
+    generation: int  # the entity graph's, when the index was read
+    read_at: float  # time.monotonic()
+    built: EntityIndex
 
 
 class EntityReads(KnowledgeRepository):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._entity_index: tuple[int, EntityIndex] | None = None
+        self._entity_index: _Held | None = None
         self._entity_index_lock = threading.Lock()
 
     def fresh_entity_index(self) -> EntityIndex | None:
@@ -30,36 +38,42 @@ class EntityReads(KnowledgeRepository):
         after a write, reading the whole entity graph again would cost it a second at 100k."""
         with self._entity_index_lock:
             held = self._entity_index
-            return held[1] if held is not None and held[0] == self.entity_generation else None
+            fresh = held is not None and held.generation == self.entity_generation
+            return held.built if held is not None and fresh else None
 
-    def entity_index(self) -> EntityIndex:
-        """The entity graph in process, read again once a commit changed it."""
+    def entity_index(self, *, while_extracting: bool = False) -> EntityIndex:
+        """The entity graph in process, read again once a commit changed it.
+
+        `while_extracting`: a walk takes an index read up to REUSE_SECONDS ago while memories
+        wait for extraction. Every batch changes the graph then (one a second or so), reading
+        it again costs a second at 100k memories, and what the last seconds extracted is no
+        more missing from the walk than what the backlog still holds."""
+        behind = while_extracting and self.backlog()["extraction"] > 0
         with self._entity_index_lock:
+            held = self._entity_index
             generation = self.entity_generation
-            if self._entity_index is None or self._entity_index[0] != generation:
-                self._entity_index = (
-                    generation,
-                    settled(
-                        EntityIndex(
-                            self.read_arrow(
-                                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id"
-                            ),
-                            self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name, e.label"),
-                            self.read_arrow(
-                                "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
-                                "RETURN s.id, f.predicate, o.id, f.id"
-                            ),
-                            self.read_arrow(
-                                "MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id"
-                            ),
-                            self.read_arrow(
-                                "MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) RETURN f.id, m.id"
-                            ),
-                            self.read_arrow("MATCH (a:EntityAlias) RETURN a.norm, a.entity"),
-                        )
+            if held is not None and (
+                held.generation == generation
+                or (behind and time.monotonic() - held.read_at < REUSE_SECONDS)
+            ):
+                return held.built
+            index = settled(
+                EntityIndex(
+                    self.read_arrow("MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id"),
+                    self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name, e.label"),
+                    self.read_arrow(
+                        "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
+                        "RETURN s.id, f.predicate, o.id, f.id"
                     ),
+                    self.read_arrow("MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id"),
+                    self.read_arrow(
+                        "MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) RETURN f.id, m.id"
+                    ),
+                    self.read_arrow("MATCH (a:EntityAlias) RETURN a.norm, a.entity"),
                 )
-            return self._entity_index[1]
+            )
+            self._entity_index = _Held(generation, time.monotonic(), index)
+            return index
 
     def archived_among(self, memory_ids: Sequence[str]) -> set[str]:
         """Those of the memories that are archived, from the in-process columns."""

@@ -45,7 +45,7 @@ class _Store:
     def __init__(self, index: EntityIndex) -> None:
         self.index = index
 
-    def entity_index(self) -> EntityIndex:
+    def entity_index(self, *, while_extracting: bool = False) -> EntityIndex:
         return self.index
 
     def session_ids(self, ids: Sequence[str]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from graphmem.graph.multihop import Subgraph
 from graphmem.recall.query import asked_labels
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
+from graphmem.storage import entity_reads
 
 HISTORY = [
     {"content": "The billing migration caused an index lock on the orders table.",
@@ -264,6 +265,27 @@ def test_the_answer_hop_reads_live_memories_only_up_to_its_limit(
     assert len(things(limit=1)) == 1
     # only a person's memories: Tim is one, "Dune" is not
     assert store.things_mentioned_with(["dune"], labels, limit=100) == []
+
+
+def test_a_walk_takes_an_index_read_moments_ago_while_extraction_is_behind(
+    oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    oneshot.remember_many([{"content": f"{who}: {text}"} for who, text in CHAT])
+    store = oneshot.store
+    oneshot.index_triples(limit=3)
+    first = store.entity_index()
+
+    oneshot.index_triples(limit=2)  # the graph changed, and memories still wait
+    assert store.entity_index(while_extracting=True) is first
+    assert store.fresh_entity_index() is None  # the answer hop asks the store meanwhile
+    monkeypatch.setattr(entity_reads, "REUSE_SECONDS", 0.0)
+    second = store.entity_index(while_extracting=True)  # too old: read again
+    assert second is not first
+
+    monkeypatch.setattr(entity_reads, "REUSE_SECONDS", 60.0)
+    oneshot.index_triples()  # nothing waits: a walk sees everything extracted
+    assert store.entity_index(while_extracting=True) is not second
+    assert store.fresh_entity_index() is not None
 
 
 def test_a_kind_too_common_to_reach_by_still_marks_what_recall_gathered(
