@@ -19,7 +19,7 @@ import numpy.typing as npt
 from graphmem.graph.models import PathStep
 from graphmem.models import Memory
 from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
-from graphmem.storage.entity_index import EntityIndex, rows_of
+from graphmem.storage.entity_index import EntityIndex, grouped, rows_of
 from graphmem.storage.store import KuzuStore
 
 MAX_MEMORIES = 700  # memories the walk may gather (LoCoMo dev R@10 the same as with 1,500)
@@ -237,16 +237,22 @@ class Graph:
         at = int(np.searchsorted(self.numbers, number))
         return at if at < len(self.numbers) and self.numbers[at] == number else None
 
+    def both_ways(
+        self,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """(from, to, weight) of every edge in each direction, by position."""
+        return (
+            np.concatenate([self.ca, self.cb]),
+            np.concatenate([self.cb, self.ca]),
+            np.tile(self.weight, 2),
+        )
+
     def adjacency(self) -> tuple[list[int], list[int], list[float]]:
         """Row pointers, neighbours and step costs (1 / weight) of every position, as lists:
         a path search reads them one at a time."""
-        src = np.concatenate([self.ca, self.cb])
-        order = np.argsort(src, kind="stable")
-        ptr = np.zeros(len(self.numbers) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(src, minlength=len(self.numbers)), out=ptr[1:])
-        neighbours = np.concatenate([self.cb, self.ca])[order]
-        steps = 1.0 / np.tile(self.weight, 2)[order]
-        return ptr.tolist(), neighbours.tolist(), steps.tolist()
+        src, dst, weight = self.both_ways()
+        ptr, order = grouped(src, np.arange(len(src)), len(self.numbers))
+        return ptr.tolist(), dst[order].tolist(), (1.0 / weight[order]).tolist()
 
 
 def _m(memory_id: str) -> str:
@@ -361,14 +367,11 @@ def _session_pairs(store: KuzuStore, memory_ids: Sequence[str]) -> list[tuple[st
     pairs: dict[tuple[str, str], None] = {}  # two neighbours in the frontier share a pair
     for members in store.session_order(sessions).values():
         for i, memory_id in enumerate(members):
-            if memory_id in wanted:
-                pairs.update(
-                    dict.fromkeys(
-                        (members[j], members[j + 1])
-                        for j in (i - 1, i)
-                        if 0 <= j < len(members) - 1
-                    )
-                )
+            if memory_id not in wanted:
+                continue
+            for j in (i - 1, i):
+                if 0 <= j < len(members) - 1:
+                    pairs[(members[j], members[j + 1])] = None
     return list(pairs)
 
 
@@ -506,9 +509,7 @@ def personalised_pagerank(
     needs scipy, a heavy dependency for a graph of a few thousand nodes). `restart`: each
     node's share of the restarts, any scale."""
     count = len(graph.numbers)
-    src = np.concatenate([graph.ca, graph.cb])
-    dst = np.concatenate([graph.cb, graph.ca])
-    weight = np.tile(graph.weight, 2)
+    src, dst, weight = graph.both_ways()
     out = np.bincount(src, weights=weight, minlength=count)
     share = weight / out[src]  # each node spreads its score over its edges by weight
     restart = restart / restart.sum()

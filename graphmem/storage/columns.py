@@ -253,11 +253,8 @@ class MemoryColumns:
         for row in self._live_overlay():
             if row["session_id"] in order:
                 order[row["session_id"]].append(row["id"])
-        return {
-            session: sorted(members)
-            for session, members in sorted(order.items(), key=lambda item: min(item[1], default=""))
-            if members
-        }
+        found = {session: sorted(members) for session, members in order.items() if members}
+        return dict(sorted(found.items(), key=lambda item: item[1][0]))
 
     def _base_sessions(self) -> tuple[dict[str, tuple[int, int]], pa.Array]:
         """Where each session's memories lie in the base table's ids sorted by session, then

@@ -108,8 +108,8 @@ class KuzuConnection:
 
     def until_write(self, name: str, compute: Callable[[], _T], *also: Hashable) -> _T:
         """`compute()`, kept until the next write (or until `also` changes): for answers that
-        every query asks for and only a write can change. The generation is read first, so a
-        write during `compute` leaves the answer stale, never a stale answer kept."""
+        every query asks for and only a write can change. The generation is read before
+        `compute` runs, so an answer that a write overtook is computed again on the next call."""
         key = (self.write_generation, *also)
         held = self._memo.get(name)
         if held is None or held[0] != key:

@@ -177,8 +177,8 @@ class Numbered:
         self.memory_count = count
         self.entity_count = len(entity_ids)
         memories, entities = mentions[:, 0], mentions[:, 1]
-        self.entity_ptr, self.memories_of = _grouped(entities, memories, self.entity_count)
-        self.memory_ptr, self.entities_of = _grouped(memories, entities, count)
+        self.entity_ptr, self.memories_of = grouped(entities, memories, self.entity_count)
+        self.memory_ptr, self.entities_of = grouped(memories, entities, count)
         self.degree = np.diff(self.entity_ptr)
         # the fewer memories name a thing, the more naming it says
         self.weight = 1.0 / np.log(2 + np.maximum(self.degree, 1))
@@ -189,7 +189,7 @@ class Numbered:
         self.predicates = predicates
         rows = np.arange(len(facts))
         apart = self.fact_object != self.fact_subject
-        self.fact_ptr, self.facts_of = _grouped(
+        self.fact_ptr, self.facts_of = grouped(
             np.concatenate([self.fact_subject, self.fact_object[apart]]),
             np.concatenate([rows, rows[apart]]),
             self.entity_count,
@@ -208,10 +208,11 @@ def rows_of(
     return np.repeat(rows, counts), values[at]
 
 
-def _grouped(
+def grouped(
     keys: npt.NDArray[np.int64], values: npt.NDArray[np.int64], count: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Row pointers and values of the values grouped by key, in their order within a key."""
+    """Row pointers and values of the values grouped by key (0..count-1), in their order
+    within a key: what `rows_of` reads."""
     order = np.argsort(keys, kind="stable")
     ptr = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys, minlength=count), out=ptr[1:])

@@ -48,13 +48,16 @@ class EntityReads(KnowledgeRepository):
         wait for extraction. Every batch changes the graph then (one a second or so), reading
         it again costs a second at 100k memories, and what the last seconds extracted is no
         more missing from the walk than what the backlog still holds."""
-        behind = while_extracting and self.backlog()["extraction"] > 0
         with self._entity_index_lock:
             held = self._entity_index
             generation = self.entity_generation
             if held is not None and (
                 held.generation == generation
-                or (behind and time.monotonic() - held.read_at < REUSE_SECONDS)
+                or (
+                    while_extracting
+                    and time.monotonic() - held.read_at < REUSE_SECONDS
+                    and self.backlog()["extraction"] > 0  # asked only of a stale index
+                )
             ):
                 return held.built
             index = settled(
