@@ -1,5 +1,5 @@
 """`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|entities|steward|
-console|startup-load ...`: runs an evaluation and writes JSON results."""
+console|startup-load|walk-after-write ...`: runs an evaluation and writes JSON results."""
 
 from __future__ import annotations
 
@@ -220,7 +220,23 @@ def main(argv: list[str] | None = None) -> int:
     startup.add_argument(
         "--out", type=Path, help="default eval/results/startup_load[_multihop]_<N>.json"
     )
+    after = sub.add_parser(
+        "walk-after-write",
+        help="recall_multihop p50/p95 right after a write has changed the entity graph",
+    )
+    after.add_argument("store", type=Path, help="a store with its backlog drained")
+    after.add_argument("--embedding", default="local", help=embedding.HELP)
+    after.add_argument("--rounds", type=int, default=30, help="writes, each followed by walks")
+    after.add_argument("--out", type=Path, help="default eval/results/walk_after_write_<N>.json")
     args = parser.parse_args(argv)
+
+    if args.command == "walk-after-write":
+        from eval.startup_load import run_walk_after_write
+
+        result = run_walk_after_write(args.store, args.embedding, rounds=args.rounds)
+        name = f"walk_after_write_{round(result['memories'] / 1000)}k.json"
+        _write(result, args.out or Path("eval/results") / name)
+        return 0
 
     if args.command == "startup-load":
         from eval.startup_load import run_startup_load

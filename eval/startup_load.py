@@ -72,6 +72,40 @@ def run_startup_load(
     }
 
 
+def run_walk_after_write(store: Path, embedding: str, *, rounds: int = 30) -> dict[str, Any]:
+    """`recall_multihop` right after a write, as an agent storing and asking in turn meets it:
+    on a copy of a settled `store`, served by an owner that extracts, each round stores a
+    memory, waits until it is extracted (the entity graph changed), then times the walk that
+    comes first after the change, and one more."""
+    with tempfile.TemporaryDirectory(prefix="graphmem-walk-") as tmp:
+        home = Path(tmp) / "store"
+        shutil.copytree(store, home, ignore=shutil.ignore_patterns("owner.*", "*.lock"))
+        with served(home, embedding, extract=True) as asker:
+            texts = [m.content for m in asker.list(limit=1000).memories]
+            queries = queries_from(texts, 500, seed=7)
+            for query in queries[:20]:
+                asker.recall_multihop(query)
+            first: list[float] = []
+            again: list[float] = []
+            for n in range(rounds):
+                asker.remember(f"{texts[n % len(texts)]} (written again, round {n})")
+                deadline = time.monotonic() + 60
+                while asker.stats().backlog.get("extraction", 0) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                for took in (first, again):
+                    started = time.perf_counter()
+                    asker.recall_multihop(queries[n % len(queries)])
+                    took.append(time.perf_counter() - started)
+            memories = asker.stats().total
+    return {
+        "memories": memories,
+        "embedding": embedding,
+        "rounds": rounds,
+        "first_walk_after_a_write": percentiles(first),
+        "next_walk": percentiles(again),
+    }
+
+
 def _paced(
     ask: Callable[[str], Any],
     queries: Sequence[str],

@@ -217,7 +217,7 @@ class GraphOps:
         naming: dict[str, str] = {}  # another memory -> the rarest entity both name
         wanted = 2 * max(limit - len(neighbours), 0)  # archived ones are left out below
         for entity in sorted(entities, key=lambda e: (degrees.get(e.id, 0), e.name)):
-            for other in index.memories_of.get(entity.id, ())[: limit + 1]:
+            for other in index.memories_naming(entity.id)[: limit + 1]:
                 if other != memory_id and len(naming) < wanted:
                     naming.setdefault(other, entity.name)
         found = self.store.get_memories([m for m in naming if m not in neighbours])

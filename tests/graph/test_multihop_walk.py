@@ -65,7 +65,7 @@ def _plain_walk(
     frontier = list(seeds)
 
     def degree(entity: str) -> int:
-        return len(index.memories_of.get(entity, ()))
+        return len(index.memories_naming(entity))
 
     def mention(memory: str, entity: str) -> None:
         edges.setdefault(("e:" + entity, "m:" + memory), 1 / math.log(2 + degree(entity)))
@@ -75,7 +75,7 @@ def _plain_walk(
             break
         named = []
         for memory in frontier:
-            for entity in index.entities_of.get(memory, ()):
+            for entity in index.entities_named_by(memory):
                 mention(memory, entity)
                 named.append(entity)
         fresh = [e for e in dict.fromkeys(named) if e not in expanded]
@@ -90,7 +90,7 @@ def _plain_walk(
         )
         new: list[str] = []
         for entity in walkable:
-            for memory in index.memories_of.get(entity, ()):
+            for memory in index.memories_naming(entity):
                 if memory not in memories and memory not in new and len(memories + new) < room:
                     new.append(memory)
                 if memory in new:
@@ -166,5 +166,5 @@ def test_a_settled_index_is_left_out_of_collections() -> None:
     index = settled(_index([("m1", "e1"), ("m2", "e1")]))
 
     assert gc.get_freeze_count() > 0
-    assert index.memories_of["e1"] == ["m1", "m2"]
+    assert index.memories_naming("e1") == ["m1", "m2"]
     gc.unfreeze()
