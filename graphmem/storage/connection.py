@@ -31,6 +31,7 @@ import pyarrow as pa
 from graphmem.errors import InvalidInput, SchemaError, StorageError
 from graphmem.models import CypherResult, DbStatus, MigrationInfo, utcnow
 from graphmem.schema import Migration, migrations
+from graphmem.storage.entity_log import EntityLog
 from graphmem.storage.opening import DB_FILE as DB_FILE
 from graphmem.storage.opening import HOLDER_FILE as HOLDER_FILE
 from graphmem.storage.opening import MIN_BUFFER_POOL as MIN_BUFFER_POOL
@@ -63,17 +64,6 @@ _AUTO_TXN_ONLY = re.compile(
 log = logging.getLogger("graphmem.storage")
 
 
-# a statement that writes (WRITES) and names one of these changes the entity graph the
-# multi-hop walk reads (storage/entity_index.py): mentions, facts and where they came from,
-# entities and their aliases, versions, or a memory deleted with its edges. Erring towards
-# "changed" only costs a rebuild.
-ENTITY_GRAPH = re.compile(
-    r"MENTIONS|SUPERSEDES|SUBJECT|OBJECT|EXTRACTED_FROM|:Entity\b|:EntityAlias\b|:Fact\b"
-    r"|DETACH DELETE"
-)
-WRITES = re.compile(r"\b(CREATE|MERGE|DELETE|SET|COPY)\b")
-
-
 class KuzuConnection:
     """One data dir's database; every method is safe to call from several threads."""
 
@@ -96,10 +86,8 @@ class KuzuConnection:
         self._reading = 0  # reads in flight on pooled connections
         self._readers_paused_by: int | None = None  # the thread holding new reads back
         self.write_generation = 0  # bumped by every write, so read caches know they are stale
-        # bumped by every commit that changed who mentions what, facts or versions (see
-        # ENTITY_GRAPH), so the in-process entity index knows it is stale
-        self.entity_generation = 0
-        self._entity_graph_changed = False
+        # commits that changed who mentions what, facts or versions, and what they changed
+        self.entity_log = EntityLog()
         self._content_changed = False
         self._stamp: str | None = None  # the committed content stamp, once read
         self._checkpoint_at_commit = False
@@ -149,6 +137,7 @@ class KuzuConnection:
         with self._lock:
             if self._db is None:
                 raise StorageError("store is closed", path=str(self.home))
+            self.entity_log.statement(query, commits=not self._in_txn)
             try:
                 result = self._run(self._conn, query, params)
             except RuntimeError as exc:
@@ -156,11 +145,9 @@ class KuzuConnection:
             if isinstance(result, list):
                 result = result[-1]
             rows = [list(row) for row in result.get_all()]
-            if ENTITY_GRAPH.search(query) and WRITES.search(query):
-                self._entity_graph_changed = True
             if not self._in_txn:
                 self._checkpoint_if_due()
-                self._bump_entity_generation()
+                self.entity_log.committed()
             return rows
 
     def execute_each(self, query: str, rows: Sequence[dict[str, Any]], **shared: Any) -> None:
@@ -304,7 +291,7 @@ class KuzuConnection:
                 self._in_txn = False
                 self._txn_thread = None
                 self._content_changed = False
-                self._entity_graph_changed = False
+                self.entity_log.rolled_back()
                 self._checkpoint_at_commit = False
                 self._after_commit.clear()
                 # Kùzu may already have rolled back the failed statement's transaction
@@ -324,15 +311,17 @@ class KuzuConnection:
             else:
                 self.execute("COMMIT")
             self.write_generation += 1
-            self._bump_entity_generation()
             callbacks, self._after_commit = self._after_commit, []
             for callback in callbacks:
                 callback()
 
-    def _bump_entity_generation(self) -> None:
-        if self._entity_graph_changed:
-            self._entity_graph_changed = False
-            self.entity_generation += 1
+    @contextmanager
+    def described_entity_writes(self) -> Iterator[list[Any]]:
+        """A transaction whose writes to the entity graph are what the caller appends to the
+        yielded list (`EntityChange`s); appending nothing says they are not described, and an
+        index that meets the commit reads the graph again."""
+        with self.transaction(), self.entity_log.describing() as said:
+            yield said
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this thread's transaction commits (now, outside of one)."""
@@ -439,9 +428,11 @@ class KuzuConnection:
         with self._lock:
             try:
                 if write:
+                    self.entity_log.unknown_commit()
                     result = self._conn.execute(query, stored_params(params))
                     self._checkpoint_if_due()
                     self.write_generation += 1
+                    self.entity_log.committed()
                     self._stamp_content()
                     self.schema_changed()  # the caller may have changed tables
                     self._on_rollback()  # a caller's write may touch anything we cache

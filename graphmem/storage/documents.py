@@ -23,6 +23,7 @@ from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.models import utcnow
 from graphmem.storage.doc_index import ChunkInfo, DocInfo, DocumentIndex, SectionInfo
 from graphmem.storage.entities import EntityRepository, EntityRow, Mention
+from graphmem.storage.entity_index import EntityChange
 from graphmem.storage.pending import CHUNK_EXTRACT
 
 CHUNK_PREFIX = "Chk_"  # a space's chunk vectors, keyed by chunk id
@@ -380,8 +381,10 @@ class DocumentRepository(EntityRepository):
     ) -> None:
         """The entities the chunks name, in one transaction, and the chunks marked done. A
         chunk replaced meanwhile (its file changed) is gone, and so are its mentions."""
-        with self.transaction():
+        with self.described_entity_writes() as said:
             self._put_entities(entities, aliases, at=at)
+            # a chunk's mentions are not the memories' the entity index holds
+            said.append(EntityChange([(e.id, e.name, e.label) for e in entities], aliases))
             if mentions:
                 self.execute(
                     "UNWIND $rows AS r MATCH (c:Chunk {id: r.memory_id}), (e:Entity {id: r.entity_id}) "

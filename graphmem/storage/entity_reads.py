@@ -24,6 +24,7 @@ class _Held(NamedTuple):
     generation: int  # the entity graph's, when the index was read
     read_at: float  # time.monotonic()
     built: EntityIndex
+    exact: bool  # no commit ran during the read: later changes can be taken in
 
 
 class EntityReads(KnowledgeRepository):
@@ -38,19 +39,21 @@ class EntityReads(KnowledgeRepository):
         after a write, reading the whole entity graph again would cost it a second at 100k."""
         with self._entity_index_lock:
             held = self._entity_index
-            fresh = held is not None and held.generation == self.entity_generation
+            fresh = held is not None and held.generation == self.entity_log.generation
             return held.built if held is not None and fresh else None
 
     def entity_index(self, *, while_extracting: bool = False) -> EntityIndex:
-        """The entity graph in process, read again once a commit changed it.
+        """The entity graph in process, kept up to date after a commit changed it: by taking
+        in what the commits since said they changed (an extraction of memories extracted for
+        the first time, new entities of document chunks), else by reading it again.
 
         `while_extracting`: a walk takes an index read up to REUSE_SECONDS ago while memories
-        wait for extraction. Every batch changes the graph then (one a second or so), reading
-        it again costs a second at 100k memories, and what the last seconds extracted is no
-        more missing from the walk than what the backlog still holds."""
+        wait for extraction. Every batch changes the graph then (one a second or so), and what
+        the last seconds extracted is no more missing from the walk than what the backlog still
+        holds."""
         with self._entity_index_lock:
-            held = self._entity_index
-            generation = self.entity_generation
+            held, log = self._entity_index, self.entity_log
+            generation = log.generation
             if held is not None and (
                 held.generation == generation
                 or (
@@ -60,23 +63,30 @@ class EntityReads(KnowledgeRepository):
                 )
             ):
                 return held.built
-            index = settled(
-                EntityIndex(
-                    self.read_arrow("MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id"),
-                    self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name, e.label"),
-                    self.read_arrow(
-                        "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
-                        "RETURN s.id, f.predicate, o.id, f.id"
-                    ),
-                    self.read_arrow("MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id"),
-                    self.read_arrow(
-                        "MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) RETURN f.id, m.id"
-                    ),
-                    self.read_arrow("MATCH (a:EntityAlias) RETURN a.norm, a.entity"),
-                )
-            )
-            self._entity_index = _Held(generation, time.monotonic(), index)
+            changes = None
+            if held is not None and held.exact:
+                changes = log.between(held.generation, generation)
+            if held is not None and changes is not None:
+                index, exact = held.built.taking(changes), True
+            else:
+                begun = log.begun
+                index = self._read_entity_index()
+                exact = begun == generation == log.begun  # no commit ran meanwhile
+            self._entity_index = _Held(generation, time.monotonic(), settled(index), exact)
             return index
+
+    def _read_entity_index(self) -> EntityIndex:
+        return EntityIndex(
+            self.read_arrow("MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id"),
+            self.read_arrow("MATCH (e:Entity) RETURN e.id, e.name, e.label"),
+            self.read_arrow(
+                "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
+                "RETURN s.id, f.predicate, o.id, f.id"
+            ),
+            self.read_arrow("MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id"),
+            self.read_arrow("MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) RETURN f.id, m.id"),
+            self.read_arrow("MATCH (a:EntityAlias) RETURN a.norm, a.entity"),
+        )
 
     def archived_among(self, memory_ids: Sequence[str]) -> set[str]:
         """Those of the memories that are archived, from the in-process columns."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from graphmem.storage.entity_index import EntityIndex
+from graphmem.storage.entity_index import EntityChange, EntityIndex
 
 
 def _table(*columns: list[str]) -> pa.Table:
@@ -20,6 +20,7 @@ def _index(
     names: list[tuple[str, str, str]],
     facts: Sequence[tuple[str, str, str, str]] = (),
     sources: Sequence[tuple[str, str]] = (),
+    aliases: Sequence[tuple[str, str]] = (),
 ) -> EntityIndex:
     def columns(rows: Sequence[tuple[str, ...]], width: int) -> list[list[str]]:
         return [[row[i] for row in rows] for i in range(width)]
@@ -30,7 +31,7 @@ def _index(
         _table(*columns(facts, 4)),
         _table([], []),
         _table(*columns(sources, 2)),
-        _table([], []),
+        _table(*columns(aliases, 2)),
     )
 
 
@@ -87,3 +88,49 @@ def test_only_the_sources_of_facts_about_people_are_kept() -> None:
 
     assert list(index.facts_by("tim", {"go"})) == [("m1", "tim", "go_to", "paris", "Paris")]
     assert dict(index.sources_of) == {"f1": ["m1"]}
+
+
+def _view(index: EntityIndex) -> dict[str, object]:
+    """Everything a reader of the index can see."""
+    walk = index.walk
+    return {
+        "names": index.names,
+        "labels": index.labels,
+        "aliases": index.aliases,
+        "memories": {m: index.entities_named_by(m) for m in index.memory_ids},
+        "entities": {e: index.memories_naming(e) for e in index.entity_ids},
+        "facts": {e: index.facts_of(e) for e in index.entity_ids},
+        "sources": dict(index.sources_of),
+        "arrays": [
+            a.tolist()
+            for a in (walk.degree, walk.rank, walk.memory_ptr, walk.fact_ptr, walk.facts_of)
+        ],
+    }
+
+
+def test_an_index_that_takes_in_a_change_is_the_index_read_after_it() -> None:
+    mentions = [("m1", "tim"), ("m1", "dune"), ("m2", "tim")]
+    names = [("tim", "Tim", "person"), ("dune", "Dune", "book")]
+    facts = [("tim", "read", "dune", "f1")]
+    sources = [("f1", "m1")]
+    before = _index(mentions, names, facts, sources)
+    change = EntityChange(
+        entities=[("tim", "Tim", "person"), ("ann", "Ann", "person"), ("paris", "Paris", "place")],
+        aliases={"timothy": "tim"},
+        mentions=[("m3", "ann"), ("m3", "paris"), ("m3", "tim")],
+        facts=[("ann", "go_to", "paris", "f2")],
+        sources=[("f2", "m3", "ann"), ("f1", "m3", "tim")],  # f1 was known: a second source
+    )
+
+    after = before.taking([change])
+
+    read = _index(
+        [*mentions, *change.mentions],
+        [*names, ("ann", "Ann", "person"), ("paris", "Paris", "place")],
+        [*facts, *change.facts],
+        [*sources, ("f2", "m3"), ("f1", "m3")],
+        [("timothy", "tim")],
+    )
+    assert _view(after) == _view(read)
+    assert before.memories_naming("tim") == ["m1", "m2"]  # a walk in flight reads it as it was
+    assert "ann" not in before.names and before.sources_of["f1"] == ["m1"]

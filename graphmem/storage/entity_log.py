@@ -1,0 +1,90 @@
+"""Which commits changed the entity graph, and what the writers said they changed, so that the
+in-process entity index (storage/entity_index.py) knows when it is stale and can take a change
+in instead of reading the whole graph again.
+
+A write to the graph is seen by its query (`ENTITY_GRAPH` and `WRITES`). Inside `describing`,
+the writer appends what it changes (`EntityChange`s); a write outside it, or a describing block
+that appends nothing, makes the commit's change unknown. `begun` runs ahead of `generation`
+while such a commit runs: what it changes is visible to readers before the generation says so,
+and a read of the graph taken meanwhile cannot tell which changes it holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+# a statement that writes (WRITES) and names one of these changes the entity graph the
+# multi-hop walk reads: mentions, facts and where they came from, entities and their aliases,
+# versions, or a memory deleted with its edges. Erring towards "changed" only costs a read.
+ENTITY_GRAPH = re.compile(
+    r"MENTIONS|SUPERSEDES|SUBJECT|OBJECT|EXTRACTED_FROM|:Entity\b|:EntityAlias\b|:Fact\b"
+    r"|DETACH DELETE"
+)
+WRITES = re.compile(r"\b(CREATE|MERGE|DELETE|SET|COPY)\b")
+KEPT = 64  # commits whose changes are kept
+
+
+class EntityLog:
+    """Kept by one connection, under its writer's lock."""
+
+    def __init__(self) -> None:
+        self.generation = 0  # commits that changed the entity graph
+        self.begun = 0  # such commits begun
+        self.changes: dict[int, tuple[Any, ...] | None] = {}  # generation -> what changed
+        self._changed = False  # in this transaction
+        self._described: list[Any] | None = []  # this transaction's changes, None: unknown
+        self._describing = False
+
+    def statement(self, query: str, *, commits: bool) -> None:
+        """A statement is about to run; `commits`: outside a transaction (or the COMMIT)."""
+        if ENTITY_GRAPH.search(query) and WRITES.search(query):
+            self._changed = True
+            if not self._describing:
+                self._described = None
+        if commits and self._changed:
+            self.begun += 1
+
+    def unknown_commit(self) -> None:
+        """A commit that may change anything (a caller's Cypher) is about to run."""
+        self._changed, self._described = True, None
+        self.begun += 1
+
+    def committed(self) -> None:
+        if self._changed:
+            self._changed = False
+            described = self._described
+            self.changes[self.generation + 1] = tuple(described) if described is not None else None
+            self.changes.pop(self.generation + 1 - KEPT, None)
+            self.generation += 1
+        while self.generation < self.begun:  # a commit that failed: what it did is unknown
+            self.generation += 1
+            self.changes[self.generation] = None
+        self._described = []
+
+    def rolled_back(self) -> None:
+        self._changed, self._described = False, []
+
+    def between(self, after: int, upto: int) -> list[Any] | None:
+        """What the commits after generation `after` up to `upto` changed, or None when one
+        of them is not known."""
+        found = [self.changes.get(g) for g in range(after + 1, upto + 1)]
+        if any(changes is None for changes in found):
+            return None
+        return [change for changes in found if changes for change in changes]
+
+    @contextmanager
+    def describing(self) -> Iterator[list[Any]]:
+        """Writes inside are what the caller appends to the yielded list."""
+        said: list[Any] = []
+        self._describing = True
+        try:
+            yield said
+        finally:
+            self._describing = False
+        if not said:
+            self._described = None
+        elif self._described is not None:
+            self._described += said
