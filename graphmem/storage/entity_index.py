@@ -92,7 +92,9 @@ class EntityIndex:
         """This index with the changes of later commits taken in, as a new index: walks in
         flight go on reading this one. It costs what numbering the new rows and regrouping the
         arrays do, not the six scans of a read."""
-        changes = [c for c in changes if c.entities or c.aliases or c.mentions or c.sources]
+        changes = [
+            c for c in changes if c.entities or c.aliases or c.mentions or c.facts or c.sources
+        ]
         if not changes:
             return self  # an extraction that found nothing
         new = copy.copy(self)
