@@ -12,6 +12,7 @@ from graphmem.daemon.client import stop_owner
 from graphmem.daemon.paths import OWNER_FILE
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.service import GraphMemory, open_store
+from graphmem.settings import load_settings
 
 SESSION_ENV = {
     # an owner process started by a test (through `graphmem serve`, say) exits 5 s after its
@@ -44,6 +45,17 @@ def store_path(tmp_path: Path) -> Path:
 def gm(store_path: Path) -> Iterator[GraphMemory]:
     """A fresh, migrated store on disk, embedding with the fast offline HashEmbedder."""
     memory = open_store(store_path, embedder=HashEmbedder())
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+@pytest.fixture
+def oneshot(store_path: Path) -> Iterator[GraphMemory]:
+    """A one-shot command's store: new memories wait for the `index-triples` backfill."""
+    settings = load_settings(store_path, environ={}, overrides={"extract_on_write": False})
+    memory = GraphMemory(settings, embedder=HashEmbedder(), extract_in_background=False)
     try:
         yield memory
     finally:

@@ -33,7 +33,7 @@ from graphmem.errors import EmbeddingError, InvalidInput
 from graphmem.jobs import Jobs
 from graphmem.models import MemoryFilter
 from graphmem.recall.config import get_recipe
-from graphmem.recall.pipeline import recall as run_recall
+from graphmem.recall.pipeline import hydrate, rank
 from graphmem.recall.query import embedding_text
 from graphmem.sessions.statements import statements
 
@@ -234,9 +234,9 @@ class HookOps:
         except EmbeddingError:  # keyword-only scores have no cosine for the bar to read
             return [], []
         config = get_recipe(self.settings.recall_recipe).model_copy(update=PROMPT_RECALL)
-        hits = run_recall(
-            self.store, query, vector, space, MemoryFilter(), config, limit=8, explain=True
-        )
+        everything = MemoryFilter()
+        ranked, scored_by = rank(self.store, query, vector, space, everything, config)
+        hits = hydrate(self.store, ranked[:8], everything, scored_by, explain=True)
         sections: list[DocHit] = []
         if space.name in self.store.document_spaces():  # else embedded by another model
             sections = search_sections(

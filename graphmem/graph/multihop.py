@@ -505,9 +505,9 @@ def answer_clues(store: KuzuStore, query: str, gathered: Collection[str]) -> dic
 def personalised_pagerank(
     graph: Graph, restart: npt.NDArray[np.float64], *, damping: float, rounds: int = 50
 ) -> npt.NDArray[np.float64]:
-    """Power iteration over the weighted, undirected graph in numpy (networkx's own pagerank
-    needs scipy, a heavy dependency for a graph of a few thousand nodes). `restart`: each
-    node's share of the restarts, any scale."""
+    """Power iteration over the weighted, undirected graph in numpy (a graph of a few thousand
+    nodes needs no sparse-matrix library). `restart`: each node's share of the restarts, any
+    scale."""
     count = len(graph.numbers)
     src, dst, weight = graph.both_ways()
     out = np.bincount(src, weights=weight, minlength=count)

@@ -105,23 +105,6 @@ def scaled(values: dict[str, float]) -> dict[str, float]:
     return {k: (v - low) / (high - low) for k, v in values.items()}
 
 
-def recall(
-    store: KuzuStore,
-    query: str,
-    vector: npt.NDArray[np.float32] | None,
-    space: EmbeddingSpace | None,
-    filters: MemoryFilter,
-    config: RecallConfig,
-    *,
-    limit: int,
-    explain: bool,
-    clues: Callable[[Collection[str]], Mapping[str, float]] | None = None,
-) -> list[Hit]:
-    """The best `limit` candidates of `rank`, as hits."""
-    ranked, scored_by = rank(store, query, vector, space, filters, config, clues=clues)
-    return hydrate(store, ranked[:limit], filters, scored_by, explain=explain)
-
-
 def rank(
     store: KuzuStore,
     query: str,

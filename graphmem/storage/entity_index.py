@@ -59,9 +59,12 @@ class EntityIndex:
         memory_column = _codes(mentions.column(0))
         self.memory_ids: list[str] = memory_column.dictionary.to_pylist()
         self.memory_at: dict[str, int] = {m: i for i, m in enumerate(self.memory_ids)}
-        mentioned = self._entity_numbers(mentions.column(1))
-        subjects = self._entity_numbers(facts.column(0))
-        objects = self._entity_numbers(facts.column(2))
+        ends = self._entity_numbers(
+            [*mentions.column(1).chunks, *facts.column(0).chunks, *facts.column(2).chunks]
+        )
+        mentioned, subjects, objects = np.split(
+            ends, [mentions.num_rows, mentions.num_rows + facts.num_rows]
+        )
         self.entity_at: dict[str, int] = {e: i for i, e in enumerate(self.entity_ids)}
         predicates = _codes(facts.column(1))
         self.fact_ids: list[str] = facts.column(3).to_pylist()
@@ -142,9 +145,10 @@ class EntityIndex:
         )
         return new
 
-    def _entity_numbers(self, column: pa.ChunkedArray) -> npt.NDArray[np.int64]:
+    def _entity_numbers(self, chunks: list[pa.Array]) -> npt.NDArray[np.int64]:
         """Each id's place in `entity_ids`; an id the names did not have (an entity made
         between the reads) is added at the end."""
+        column = pa.chunked_array(chunks, pa.string())
         found = pc.index_in(column, value_set=pa.array(self.entity_ids, pa.string()))
         if found.null_count:
             missing = pc.filter(column, pc.is_null(found))

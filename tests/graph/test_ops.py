@@ -42,14 +42,6 @@ def live(tmp_path: Path) -> Iterator[GraphMemory]:
     gm.close()
 
 
-@pytest.fixture
-def oneshot(tmp_path: Path) -> Iterator[GraphMemory]:
-    """A one-shot command's store: new memories wait for a backfill."""
-    gm = _open(tmp_path / "store", background=False)
-    yield gm
-    gm.close()
-
-
 def _entity_ids(gm: GraphMemory) -> set[str]:
     return {e.id for e in gm.list_entities(limit=200).entities}
 

@@ -5,15 +5,11 @@ fresh read of the store sees."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.service import GraphMemory
-from graphmem.settings import load_settings
 from graphmem.storage.entity_index import EntityIndex
 
 CHAT = [
@@ -24,14 +20,6 @@ CHAT = [
     "John: Ann and Tim are coming to the game in Boston.",
     "Tim: Dune is better than the film.",
 ]
-
-
-@pytest.fixture
-def gm(tmp_path: Path) -> Iterator[GraphMemory]:
-    settings = load_settings(tmp_path / "store", environ={}, overrides={"extract_on_write": False})
-    memory = GraphMemory(settings, embedder=HashEmbedder(), extract_in_background=False)
-    yield memory
-    memory.close()
 
 
 def _seen(index: EntityIndex) -> dict[str, object]:
@@ -50,10 +38,10 @@ class _Reads:
     """Counts the times the store reads the whole entity graph; once `armed`, a commit lands
     between the first two scans of the next read."""
 
-    def __init__(self, gm: GraphMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
         self.armed = False
-        store = gm.store
+        store = oneshot.store
         read, scan = store._read_entity_index, store.read_arrow
 
         def counted() -> EntityIndex:
@@ -64,7 +52,7 @@ class _Reads:
             table = scan(*args, **kwargs)
             if self.armed:
                 self.armed = False
-                gm.index_triples(limit=1)
+                oneshot.index_triples(limit=1)
             return table
 
         monkeypatch.setattr(store, "_read_entity_index", counted)
@@ -72,63 +60,63 @@ class _Reads:
 
 
 def test_new_memories_extracted_are_taken_in_without_reading_the_graph(
-    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch
+    oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reads = _Reads(gm, monkeypatch)
-    stored = gm.remember_many([{"content": c} for c in CHAT])
-    gm.index_triples(limit=2)
-    store = gm.store
+    reads = _Reads(oneshot, monkeypatch)
+    stored = oneshot.remember_many([{"content": c} for c in CHAT])
+    oneshot.index_triples(limit=2)
+    store = oneshot.store
     first = store.entity_index()
     assert reads.count == 1
 
-    gm.index_triples(limit=2)
-    gm.index_triples()
+    oneshot.index_triples(limit=2)
+    oneshot.index_triples()
     taken = store.entity_index()
 
     assert reads.count == 1 and taken is not first
     assert _seen(taken) == _seen(store._read_entity_index())
     assert set(taken.memory_ids) >= {m.id for m in stored[2:]}
     assert store.fresh_entity_index() is taken
-    hits = {h.memory.id for h in gm.recall_multihop("What did Ann read in Paris?").hits}
+    hits = {h.memory.id for h in oneshot.recall_multihop("What did Ann read in Paris?").hits}
     assert stored[3].id in hits
 
 
 def test_a_delete_a_reextraction_or_a_cypher_write_reads_the_graph_again(
-    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch
+    oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reads = _Reads(gm, monkeypatch)
-    stored = gm.remember_many([{"content": c} for c in CHAT])
-    gm.index_triples()
-    store = gm.store
+    reads = _Reads(oneshot, monkeypatch)
+    stored = oneshot.remember_many([{"content": c} for c in CHAT])
+    oneshot.index_triples()
+    store = oneshot.store
     store.entity_index()
 
-    gm.delete(stored[1].id)
+    oneshot.delete(stored[1].id)
     index = store.entity_index()
     assert reads.count == 2 and stored[1].id not in index.memory_ids
 
-    gm.update(stored[0].id, content="Tim: Finally finished Dune on the train to Rome.")
-    gm.index_triples()  # its old mentions and facts go: not a change the index can take in
+    oneshot.update(stored[0].id, content="Tim: Finally finished Dune on the train to Rome.")
+    oneshot.index_triples()  # its old mentions and facts go: not a change the index can take in
     index = store.entity_index()
     assert reads.count == 3
     assert "paris" not in index.entities_named_by(stored[0].id)
 
-    gm.cypher("MATCH (e:Entity {id: 'tim'}) SET e.label = 'place'", write=True)
+    oneshot.cypher("MATCH (e:Entity {id: 'tim'}) SET e.label = 'place'", write=True)
     index = store.entity_index()
     assert reads.count == 4 and index.labels["tim"] == "place"
     assert _seen(index) == _seen(store._read_entity_index())
 
 
 def test_a_commit_during_the_read_is_not_taken_in_twice(
-    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch
+    oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reads = _Reads(gm, monkeypatch)
-    gm.remember_many([{"content": c} for c in CHAT])
-    gm.index_triples(limit=2)
-    store = gm.store
+    reads = _Reads(oneshot, monkeypatch)
+    oneshot.remember_many([{"content": c} for c in CHAT])
+    oneshot.index_triples(limit=2)
+    store = oneshot.store
     reads.armed = True
     store.entity_index()  # holds some of what was extracted meanwhile: the mentions not
 
-    gm.index_triples()
+    oneshot.index_triples()
     index = store.entity_index()
 
     assert reads.count == 2  # so it is read again rather than taking the changes in
