@@ -2,7 +2,8 @@
 
 Every page is a plain GET rendered by Jinja2 with autoescape on; every change is a POST form
 carrying the session's CSRF token. No script is served at all, and the Content-Security-Policy
-says so: whatever text an agent stored is shown as text, never run.
+the HTTP app puts on every response says so: whatever text an agent stored is shown as text,
+never run.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphmem.console import drawing
 from graphmem.console.auth import (
@@ -41,17 +40,6 @@ if TYPE_CHECKING:
     from graphmem.api import MemoryAPI
 
 PREFIX = "/console"
-CSP = (
-    "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self'; "
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-)
-SECURITY_HEADERS = [
-    (b"content-security-policy", CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
-    (b"x-frame-options", b"DENY"),
-    (b"cache-control", b"no-store"),
-]
 FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
 Page = Callable[[Request, Session], Response]
 
@@ -145,12 +133,12 @@ class Console:
                 request, "login.html", None, 401, next=target, error="That token is not right."
             )
         session = self.auth.open_session()
-        response = RedirectResponse(target, 303)
-        response.set_cookie(
+        signed_in = RedirectResponse(target, 303)
+        signed_in.set_cookie(
             COOKIE, session.id, max_age=SESSION_SECONDS, path=PREFIX, httponly=True,
             samesite="strict", secure=request.url.scheme == "https",
         )  # fmt: skip
-        return response
+        return signed_in
 
     async def logout(self, request: Request) -> Response:
         session = self.auth.session_of(request)
@@ -294,22 +282,6 @@ class Console:
         return RedirectResponse(href("search"), 303)
 
 
-class SecurityHeaders:
-    """The same headers on every console response, pages, redirects, errors and assets."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], *SECURITY_HEADERS]
-            await send(message)
-
-        await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
-
-
 def _local(target: str | None) -> str:
     """Where to go after login: a console path only, never another site."""
     if target and target.startswith(PREFIX + "/") and not target.startswith("//"):
@@ -328,7 +300,8 @@ def _choices() -> dict[str, tuple[str, ...]]:
 
 
 def build_console(gm: MemoryAPI, token: str) -> Starlette:
-    """The console's ASGI app; mount it at PREFIX."""
+    """The console's ASGI app; mount it at PREFIX of the HTTP app, which adds the security
+    headers, the Host check and the body limit (`graphmem.mcp.http.build_http_app`)."""
     console = Console(gm, token)
     page = console.page
     static = StaticFiles(directory=str(files("graphmem.console") / "static"))
@@ -347,7 +320,7 @@ def build_console(gm: MemoryAPI, token: str) -> Starlette:
         Route("/stats", page(console.stats)),
         Mount("/static", static, name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)])
+    return Starlette(routes=routes)
 
 
 def console_mount(gm: MemoryAPI, token: str) -> Mount:
