@@ -8,6 +8,7 @@ never run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from importlib.resources import files
@@ -27,6 +28,7 @@ from graphmem.console.auth import (
     COOKIE,
     SESSION_SECONDS,
     ConsoleAuth,
+    LoginThrottle,
     Session,
     csrf_matches,
     same_origin,
@@ -67,9 +69,10 @@ def _environment() -> Environment:
 class Console:
     """The pages of one store's console, behind one token."""
 
-    def __init__(self, gm: MemoryAPI, token: str) -> None:
+    def __init__(self, gm: MemoryAPI, token: str, throttle: LoginThrottle | None = None) -> None:
         self.gm = gm
         self.auth = ConsoleAuth(token)
+        self.throttle = throttle or LoginThrottle()
         self.env = _environment()
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -126,12 +129,24 @@ class Console:
     async def login(self, request: Request) -> Response:
         if not same_origin(request):
             return Response("cross-site request refused", 403)
+        address = request.client.host if request.client else ""
+        wait = self.throttle.retry_after(address)
+        if wait > 0:  # refused before the token is even read
+            seconds = math.ceil(wait)
+            response = self.render(
+                request, "login.html", None, 429, next=href("search"),
+                error=f"Too many wrong tokens: try again in {seconds} s.",
+            )  # fmt: skip
+            response.headers["Retry-After"] = str(seconds)
+            return response
         form = await self._form(request)
         target = _local(form.get("next"))
         if not self.auth.token_matches(form.get("token", "")):
+            self.throttle.failed(address)
             return self.render(
                 request, "login.html", None, 401, next=target, error="That token is not right."
             )
+        self.throttle.succeeded(address)
         session = self.auth.open_session()
         signed_in = RedirectResponse(target, 303)
         signed_in.set_cookie(
@@ -141,10 +156,15 @@ class Console:
         return signed_in
 
     async def logout(self, request: Request) -> Response:
+        """Only the session's own page signs it out: a same-origin POST with its CSRF token.
+        Anything else gets 403 and leaves the session and its cookie as they were."""
         session = self.auth.session_of(request)
+        if session is None:
+            return RedirectResponse(href("login"), 303)  # nobody to sign out
         form = await self._form(request)
-        if session is not None and same_origin(request) and csrf_matches(session, form.get("csrf")):
-            self.auth.close(session)
+        if not same_origin(request) or not csrf_matches(session, form.get("csrf")):
+            return Response("cross-site or forged sign-out refused", 403)
+        self.auth.close(session)
         response = RedirectResponse(href("login"), 303)
         response.delete_cookie(COOKIE, path=PREFIX)
         return response
@@ -299,10 +319,10 @@ def _choices() -> dict[str, tuple[str, ...]]:
     }
 
 
-def build_console(gm: MemoryAPI, token: str) -> Starlette:
+def build_console(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = None) -> Starlette:
     """The console's ASGI app; mount it at PREFIX of the HTTP app, which adds the security
     headers, the Host check and the body limit (`graphmem.mcp.http.build_http_app`)."""
-    console = Console(gm, token)
+    console = Console(gm, token, throttle)
     page = console.page
     static = StaticFiles(directory=str(files("graphmem.console") / "static"))
     routes = [
@@ -323,5 +343,5 @@ def build_console(gm: MemoryAPI, token: str) -> Starlette:
     return Starlette(routes=routes)
 
 
-def console_mount(gm: MemoryAPI, token: str) -> Mount:
-    return Mount(PREFIX, app=build_console(gm, token))
+def console_mount(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = None) -> Mount:
+    return Mount(PREFIX, app=build_console(gm, token, throttle))

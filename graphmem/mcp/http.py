@@ -51,6 +51,7 @@ from graphmem.mcp.server import build_server, graphmem_version
 
 if TYPE_CHECKING:
     from graphmem.api import MemoryAPI as GraphMemory
+    from graphmem.console.auth import LoginThrottle
 
 __all__ = [
     "CONSOLE_PATH",
@@ -143,6 +144,7 @@ def build_http_app(
     host: str = "127.0.0.1",
     token: Token = None,
     allow_unauthenticated: bool = False,
+    login_throttle: LoginThrottle | None = None,
 ) -> Starlette:
     """The ASGI app: the MCP streamable HTTP endpoint at /mcp, GET /health and the console at
     /console, behind the guards.
@@ -153,6 +155,7 @@ def build_http_app(
     address the app is served on: it decides the Host check. Body limit and timeout come from
     `gm.settings`. Guards, outermost first: security headers, Host check, bearer token (but for
     /health and the console, which check it themselves), body limit, request timeout.
+    `login_throttle` replaces the console's failed-login limiter (tests give it a fake clock).
     """
     settings = gm.settings
     value = resolve_token(gm, token).value
@@ -181,7 +184,7 @@ def build_http_app(
     )
     from graphmem.console import console_mount
 
-    app.routes.append(console_mount(gm, value))
+    app.routes.append(console_mount(gm, value, throttle=login_throttle))
     # add_middleware puts each new one outside the previous ones
     app.add_middleware(RequestTimeoutMiddleware, settings.http_request_timeout)
     app.add_middleware(BodyLimitMiddleware, settings.http_max_body_bytes)
@@ -240,6 +243,7 @@ def make_http_server(
     announce: Callable[[str], None] | None = None,
     token: Token = None,
     on_started: Callable[[str], None] | None = None,
+    login_throttle: LoginThrottle | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server for the app, not yet started: `.run()` blocks, `.should_exit` stops it.
 
@@ -249,10 +253,14 @@ def make_http_server(
     `server.servers[0].sockets[0].getsockname()[1]`. `log_level` is uvicorn's (default: the
     store's settings.log_level). `announce`, if given, receives one line once the server listens:
     its URLs and who may use it, naming where the token is kept, never the token itself.
+    `login_throttle`: see `build_http_app`.
     """
     found = resolve_token(gm, token)
     check_bind_security(host, found.value, allow_unauthenticated)
-    app = build_http_app(gm, host=host, token=found, allow_unauthenticated=allow_unauthenticated)
+    app = build_http_app(
+        gm, host=host, token=found, allow_unauthenticated=allow_unauthenticated,
+        login_throttle=login_throttle,
+    )  # fmt: skip
     config = uvicorn.Config(
         app,
         host=host,

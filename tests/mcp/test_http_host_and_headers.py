@@ -15,6 +15,7 @@ import httpx
 import pytest
 import uvicorn
 
+from graphmem.console.auth import LoginThrottle
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.mcp.http import MCP_PATH, build_http_app, make_http_server
 from graphmem.mcp.http_guards import HostPolicy
@@ -189,7 +190,11 @@ def test_a_chunked_body_over_the_limit_gets_413_with_the_headers(tmp_path: Path)
         assert_hardened(response)
 
 
-def test_a_timeout_504_carries_the_headers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_login_backoff_429_and_a_timeout_504_carry_the_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    throttle = LoginThrottle(clock=lambda: now[0])
     settings = {"http_token": TOKEN, "http_request_timeout": 1.0}
     gm = GraphMemory(
         load_settings(tmp_path / "store", environ={}, overrides=settings), embedder=HashEmbedder()
@@ -202,9 +207,19 @@ def test_a_timeout_504_carries_the_headers(tmp_path: Path, monkeypatch: pytest.M
         return real_stats()
 
     try:
-        server = make_http_server(gm, "127.0.0.1", 0, log_level="warning")
+        server = make_http_server(gm, "127.0.0.1", 0, log_level="warning", login_throttle=throttle)
         with running(server) as base, httpx.Client(base_url=base, timeout=30) as http:
+            for _ in range(5):
+                assert http.post("/console/login", data={"token": "guess"}).status_code == 401
+            locked = http.post("/console/login", data={"token": TOKEN})
+            assert locked.status_code == 429
+            assert_hardened(locked)
+
+            login = http.post("/console/login", data={"token": TOKEN})
+            assert login.status_code == 429  # the clock has not moved
+            now[0] += 1.5
             assert http.post("/console/login", data={"token": TOKEN}).status_code == 303
+
             monkeypatch.setattr(gm, "stats", slow_stats)
             try:
                 timed_out = http.get("/console/stats")
