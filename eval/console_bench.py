@@ -75,7 +75,7 @@ def run_console_bench(home: Path, embedding: str, *, rounds: int = 30, seed: int
     """Per page: p50, p95 and max milliseconds of `rounds` requests, after a warm-up round."""
     with served(home, embedding) as remote:
         memories = remote.stats().total
-        server = make_http_server(remote, "127.0.0.1", 0, console_token=TOKEN, log_level="warning")
+        server = make_http_server(remote, "127.0.0.1", 0, token=TOKEN, log_level="warning")
         pages = _pages(remote, random.Random(seed), rounds)
         results: dict[str, Any] = {}
         with (

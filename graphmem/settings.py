@@ -36,6 +36,11 @@ class Settings(BaseModel):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8765, ge=0, le=65535)
     http_token: SecretStr | None = Field(default=None, description="bearer token for HTTP clients")
+    http_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names the HTTP server answers besides its bound address (the name a "
+        "reverse proxy forwards); any other Host gets 421",
+    )
     http_max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     http_request_timeout: float = Field(default=60.0, gt=0)
     daemon_idle_timeout: float = Field(
@@ -98,7 +103,9 @@ class Settings(BaseModel):
         description="extract entities and facts in the background after each write",
     )
 
-    @field_validator("docs_include", "docs_exclude", "repo_roots", mode="before")
+    @field_validator(
+        "docs_include", "docs_exclude", "repo_roots", "http_allowed_hosts", mode="before"
+    )
     @classmethod
     def _globs(cls, value: object) -> object:
         """An environment variable gives them comma-separated."""
@@ -122,6 +129,7 @@ ENV_KEYS: dict[str, str] = {
     "HTTP_HOST": "http_host",
     "HTTP_PORT": "http_port",
     "HTTP_TOKEN": "http_token",
+    "HTTP_ALLOWED_HOSTS": "http_allowed_hosts",
     "HTTP_MAX_BODY_BYTES": "http_max_body_bytes",
     "HTTP_REQUEST_TIMEOUT": "http_request_timeout",
     "DAEMON_IDLE_TIMEOUT": "daemon_idle_timeout",

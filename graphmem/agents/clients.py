@@ -15,6 +15,7 @@ from typing import Any, Literal
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
+from graphmem.agents.http_entries import switch_transport
 from graphmem.errors import GraphmemError, InvalidInput
 
 SERVER_NAME = "graphmem"
@@ -312,24 +313,29 @@ def toml_file(mcp: McpFile, entry: dict[str, Any] | None) -> Transform:
 def _toml_entry(servers: Any, entry: dict[str, Any]) -> None:
     current = servers.get(SERVER_NAME)
     if isinstance(current, dict):  # update in place, comments and extra keys kept
+        switch_transport(current, entry)
         for key, value in entry.items():
-            if key == "env" and isinstance(current.get("env"), dict):
-                for name, setting in value.items():
-                    if current["env"].get(name) != setting:
-                        current["env"][name] = setting
+            if isinstance(value, dict) and isinstance(current.get(key), dict):
+                for name, setting in value.items():  # env, http_headers: the user's own stay
+                    if current[key].get(name) != setting:
+                        current[key][name] = setting
             elif current.get(key) != value:
-                current[key] = value
+                current[key] = _toml_value(value)
         return
     table = tomlkit.table()
     for key, value in entry.items():
-        if key == "env":
-            env = tomlkit.inline_table()
-            env.update(value)
-            table[key] = env
-        else:
-            table[key] = value
+        table[key] = _toml_value(value)
     table.add(tomlkit.nl())
     servers[SERVER_NAME] = table
+
+
+def _toml_value(value: Any) -> Any:
+    """A table value as Codex's docs write it: a mapping inline (`env = { ... }`)."""
+    if not isinstance(value, dict):
+        return value
+    inline = tomlkit.inline_table()
+    inline.update(value)
+    return inline
 
 
 # --- Markdown: the instruction section and Cursor's rules file --------------------------------

@@ -4,7 +4,9 @@ Planning is pure (old text -> new text, nothing written), so `--dry-run` shows e
 would write. Our entries are recognised by the server name `graphmem` and by hook commands that
 run `graphmem hook`, which is what makes a second run a no-op and `--remove` take out exactly what
 setup added and nothing else. A file is never overwritten unless its new content parses back, and
-is replaced in one `os.replace` after a `.graphmem-backup` copy of the old content.
+is replaced in one `os.replace` after a `.graphmem-backup` copy of the old content. A file that
+gets the HTTP token (`--http` at user scope) is written private (0600) and an existing one made
+so; see `graphmem.agents.http_entries`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from graphmem.agents import http_entries
 from graphmem.agents.clients import (
     BACKUP_SUFFIX,
     RULES,
@@ -40,6 +43,7 @@ from graphmem.agents.clients import (
     toml_file,
 )
 from graphmem.errors import Conflict, GraphmemError, InvalidInput
+from graphmem.http_token import http_token, token_path
 from graphmem.settings import DATA_DIR_NAME, find_data_dir, load_settings
 
 Action = Literal["created", "updated", "removed", "unchanged"]
@@ -51,7 +55,8 @@ _OURS = re.compile(r"""(?:^|[\s/\\'"])graphmem(?:\.exe)?['"]?\s+hook\s+([a-z][a-
 @dataclass(frozen=True)
 class Request:
     """One `graphmem setup` run. `extra_env` adds variables to the server entry (tests use it to
-    make the server they start fast and short-lived)."""
+    make the server they start fast and short-lived). `http_url` asks for an HTTP entry instead
+    of stdio, sending `token` (at user scope; a project file names it instead)."""
 
     client: str
     project: Path
@@ -64,6 +69,9 @@ class Request:
     remove: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
     platform: str = sys.platform
+    http_url: str | None = None
+    token: str | None = field(default=None, repr=False)
+    token_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -75,14 +83,20 @@ class Change:
     before: str | None
     after: str | None
     backup: Path | None
+    private: bool = False  # holds the HTTP token: written 0600, an existing file made so
+    loose: int | None = None  # the mode others could read it with, before it is made private
 
     def to_dict(self) -> dict[str, Any]:
         backup = str(self.backup) if self.backup else None
         return {"path": str(self.path), "action": self.action, "backup": backup}
 
-    def diff(self) -> str:
-        old = (self.before or "").splitlines(keepends=True)
-        new = (self.after or "").splitlines(keepends=True)
+    def diff(self, secret: str | None = None) -> str:
+        """A unified diff; `secret` (the token) is shown as <token>."""
+        before, after = self.before or "", self.after or ""
+        if secret:
+            before, after = before.replace(secret, "<token>"), after.replace(secret, "<token>")
+        old = before.splitlines(keepends=True)
+        new = after.splitlines(keepends=True)
         lines = difflib.unified_diff(
             old,
             new,
@@ -105,17 +119,40 @@ def find_executable() -> Path:
 
 
 def request_for(
-    client: str, *, home: Path | None, cwd: Path, user_home: Path, **options: Any
+    client: str,
+    *,
+    home: Path | None,
+    cwd: Path,
+    user_home: Path,
+    http: bool = False,
+    url: str | None = None,
+    dry_run: bool = False,
+    **options: Any,
 ) -> Request:
     """The request as `graphmem setup` builds it: the project graphmem finds from `cwd`, its
-    store (`home`, else GRAPHMEM_HOME, else `<project>/.graphmem`) and this install's graphmem."""
+    store (`home`, else GRAPHMEM_HOME, else `<project>/.graphmem`) and this install's graphmem.
+    With `http` (or a `url`): the URL (default: the http_host and http_port settings) and the
+    store's token (GRAPHMEM_HTTP_TOKEN, else its token file, made now unless `dry_run`)."""
+    settings = load_settings(home, cwd=cwd)
+    extra: dict[str, Any] = {}
+    if (http or url) and not options.get("remove"):
+        http_entries.check_http(client)
+        found = http_token(settings, create=not dry_run)
+        extra = {
+            "http_url": http_entries.check_url(url)
+            if url
+            else http_entries.default_url(settings.http_host, settings.http_port),
+            "token": found.value if found else "<token>",
+            "token_file": found.file if found else token_path(settings.home),
+        }
     return Request(
         client=client,
         project=find_data_dir(cwd).parent,
-        store=load_settings(home, cwd=cwd).home,
+        store=settings.home,
         executable=find_executable(),
         user_home=user_home,
         **options,
+        **extra,
     )
 
 
@@ -138,6 +175,32 @@ def targets_of(request: Request) -> Targets:
     )
 
 
+def notes(request: Request, changes: list[Change]) -> list[str]:
+    """What to tell the user after a run: the client's own notes and, for --http, that the
+    server must run, how a project file gets its token, which file was made private, and a
+    token file inside a git work tree."""
+    found = targets_of(request)
+    said = list(found.notes)
+    if request.http_url is None or request.remove:
+        return said
+    said.append(http_entries.server_note(request.http_url))
+    if found.scope == "project":
+        said.append(http_entries.reference_note(request.client, request.token_file))
+    for change in changes:
+        if not change.private:
+            continue
+        if change.loose is not None:
+            modes = f"{change.loose:04o} -> {change.loose & 0o700:04o}"
+            said.append(f"made {change.path} private ({modes}): it holds the HTTP token")
+        root = http_entries.git_root(_real(change.path))
+        if root is not None:
+            said.append(
+                f"{change.path} holds the HTTP token and is in the git work tree {root}: "
+                "never commit it (add it to .gitignore)"
+            )
+    return said
+
+
 def plan(request: Request) -> list[Change]:
     """What setup would do to each file the client reads; writes nothing."""
     found = targets_of(request)
@@ -145,11 +208,19 @@ def plan(request: Request) -> list[Change]:
     json_ops: dict[Path, list[Callable[[dict[str, Any]], None]]] = {}
     skeletons: dict[Path, dict[str, Any]] = {}
     files: dict[Path, Transform] = {}
-    entry = server_entry(found.mcp, request.executable, request.store, request.extra_env)
+    literal = request.http_url is not None and found.scope == "user"  # the token itself
+    if request.http_url is not None:
+        token = request.token if literal else None
+        entry = http_entries.http_entry(request.client, request.http_url, token)
+    else:
+        entry = server_entry(found.mcp, request.executable, request.store, request.extra_env)
     if found.mcp.toml:
         files[found.mcp.path] = toml_file(found.mcp, entry if install else None)
     else:
         json_ops.setdefault(found.mcp.path, []).append(_server_op(found.mcp, entry, install))
+    if request.client == "vscode":  # the prompt a project's HTTP entry names the token by
+        prompt = install and request.http_url is not None and not literal
+        json_ops[found.mcp.path].append(http_entries.vscode_inputs_op(prompt))
     if found.hooks and (request.hooks or request.remove):
         wanted = _wanted_hooks(found.hooks, request) if install else {}
         json_ops.setdefault(found.hooks.path, []).append(_hooks_op(found.hooks, wanted))
@@ -164,20 +235,28 @@ def plan(request: Request) -> list[Change]:
         )
     if found.instructions and (request.instructions or request.remove):
         files[found.instructions] = instructions_file(install)
-    return [_change(path, transform, request.remove) for path, transform in files.items()]
+    private = {found.mcp.path} if literal and install else set()
+    return [
+        _change(path, transform, request.remove, path in private)
+        for path, transform in files.items()
+    ]
 
 
-def _change(path: Path, transform: Transform, removing: bool) -> Change:
+def _change(path: Path, transform: Transform, removing: bool, private: bool = False) -> Change:
     real = _real(path)
     before = _read(real)
     after = transform(before)
     if removing and before is not None and after is not None and after != before:
         after = _original(real, transform, after)
+    loose = None
+    if private and before is not None:
+        mode = real.stat().st_mode & 0o7777
+        loose = mode if mode & 0o077 else None
     if after == before:
-        return Change(path, "unchanged", before, before, None)
+        return Change(path, "unchanged", before, before, None, private, loose)
     backup = real.with_name(real.name + BACKUP_SUFFIX) if before is not None else None
     action: Action = "created" if before is None else "removed" if after is None else "updated"
-    return Change(path, action, before, after, backup)
+    return Change(path, action, before, after, backup, private, loose)
 
 
 def _original(real: Path, transform: Transform, after: str) -> str:
@@ -211,17 +290,19 @@ def _pruned(value: Any) -> Any:
 def apply(changes: list[Change]) -> None:
     """Write the planned changes: backup, parse-checked temp file, atomic replace."""
     for change in changes:
-        if change.action == "unchanged":
-            continue
         real = _real(change.path)
+        if change.action == "unchanged":
+            if change.loose is not None:  # it already holds the token: others must not read it
+                os.chmod(real, change.loose & 0o700)
+            continue
         if _read(real) != change.before:
             raise Conflict(f"{change.path} changed while setting up; run graphmem setup again")
         if change.backup is not None and change.before is not None:
-            _write(change.backup, change.before, like=real)
+            _write(change.backup, change.before, like=real, private=change.private)
         if change.after is None:
             real.unlink()
         else:
-            _write(real, change.after, like=real)
+            _write(real, change.after, like=real, private=change.private)
 
 
 def _real(path: Path) -> Path:
@@ -239,17 +320,22 @@ def _read(path: Path) -> str | None:
         raise InvalidInput(f"{path} is not UTF-8 text ({exc})", path=str(path)) from exc
 
 
-def _write(path: Path, text: str, *, like: Path) -> None:
-    """A temp file in the same folder, parsed back, then moved over `path` in one step."""
+def _write(path: Path, text: str, *, like: Path, private: bool = False) -> None:
+    """A temp file in the same folder, parsed back, then moved over `path` in one step. A private
+    one (it holds the token) is 0600 from its first byte, and keeps none of `like`'s group or
+    other permissions."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        with open(temp, "x", encoding="utf-8", newline="") as handle:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        fd = os.open(temp, flags, 0o600) if private else os.open(temp, flags, 0o666)
+        with open(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         with contextlib.suppress(FileNotFoundError):
-            os.chmod(temp, like.stat().st_mode & 0o7777)
+            mode = like.stat().st_mode & 0o7777
+            os.chmod(temp, mode & 0o700 if private else mode)
         _check(temp, path)
         os.replace(temp, path)
     finally:
@@ -349,9 +435,12 @@ def _server_op(mcp: McpFile, entry: dict[str, Any], install: bool) -> Callable[[
         if not isinstance(current, dict):
             servers[SERVER_NAME] = entry
             return
+        current = dict(current)
+        http_entries.switch_transport(current, entry)
         updated = {**current, **entry}  # in place: its position and any keys of its own stay
-        if isinstance(current.get("env"), dict):
-            updated["env"] = {**current["env"], **entry["env"]}
+        for merged in ("env", "headers"):  # the user's own variables and headers stay
+            if isinstance(current.get(merged), dict) and merged in entry:
+                updated[merged] = {**current[merged], **entry[merged]}
         servers[SERVER_NAME] = updated
 
     return op

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import json
-import secrets
 import sys
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, escape, handle_errors, opened, out
 
+if TYPE_CHECKING:
+    from graphmem.http_token import HttpToken
+
 app = typer.Typer()
+
+
+INSECURE_HELP = (
+    "Serve /mcp without the token: any process on this machine (off loopback: anyone who can "
+    "reach the port) can read and change the whole store. The console still needs the token."
+)
 
 
 @app.command()
@@ -33,28 +42,18 @@ def serve(
         ),
     ] = None,
     insecure_allow_unauthenticated: Annotated[
-        bool,
-        typer.Option(
-            "--insecure-allow-unauthenticated",
-            help="Allow --http on a non-loopback --host without GRAPHMEM_HTTP_TOKEN: anyone who "
-            "can reach the port can read and write the store.",
-        ),
+        bool, typer.Option("--insecure-allow-unauthenticated", help=INSECURE_HELP)
     ] = False,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the MCP server (stdio by default); --json makes start-up errors JSON."""
-    from graphmem.mcp.http import check_bind_security, serve_http
+    from graphmem.mcp.http import serve_http
     from graphmem.mcp.server import serve_stdio
-    from graphmem.settings import load_settings
 
     overrides = {"http_host": host, "http_port": port, "mcp_tools": tools}
-    if http:  # refuse an unsafe bind before anything starts
-        with handle_errors(as_json):
-            settings = load_settings(home, overrides={k: v for k, v in overrides.items() if v})
-            check_bind_security(
-                settings.http_host, settings.http_token, insecure_allow_unauthenticated
-            )
+    # the token exists, and an unsafe bind is refused, before anything starts
+    token = _http_token(home, overrides, insecure_allow_unauthenticated, as_json) if http else None
     with opened(home, as_json, start_owner=True, overrides=overrides) as gm:
         if http:
             serve_http(
@@ -63,19 +62,41 @@ def serve(
                 port=gm.settings.http_port,
                 allow_unauthenticated=insecure_allow_unauthenticated,
                 announce=lambda line: print(line, file=sys.stderr, flush=True),
-                console_token=_console_token(gm.settings),
+                token=token,
             )
         else:
             serve_stdio(gm)
 
 
-def _console_token(settings: Any) -> str | None:
-    """The console's sign-in token for this run when the settings have none: made up and
-    printed once, since a console open to anyone on the machine is what we do not ship."""
-    if settings.http_token is not None:
-        return None
-    token = secrets.token_urlsafe(24)
-    print(f"graphmem: console token for this run: {token}", file=sys.stderr, flush=True)
+def _http_token(
+    home: Path | None, overrides: dict[str, Any], insecure: bool, as_json: bool
+) -> HttpToken:
+    """The store's HTTP token, made now if it has none (and said so), checked with the bind
+    address before the store opens; the warning for --insecure-allow-unauthenticated."""
+    from graphmem.http_token import http_token
+    from graphmem.mcp.http import check_bind_security, is_loopback
+    from graphmem.settings import load_settings
+
+    with handle_errors(as_json):
+        given = {k: v for k, v in overrides.items() if v is not None}
+        settings = load_settings(home, overrides=given)
+        token = http_token(settings)
+        assert token is not None
+        check_bind_security(settings.http_host, token.value, insecure)
+    if token.created:
+        print(f"graphmem: made the store's HTTP token: {token.file} (mode 0600)", file=sys.stderr)
+    if insecure:
+        who = (
+            "any process on this machine, under any user,"
+            if is_loopback(settings.http_host)
+            else "anyone who can reach this address"
+        )
+        print(
+            f"warning: --insecure-allow-unauthenticated: /mcp answers without a token; {who} "
+            "can read and change the whole store",
+            file=sys.stderr,
+            flush=True,
+        )
     return token
 
 
@@ -89,44 +110,33 @@ def console(
         bool, typer.Option("--no-open", help="Print the address; do not open a browser.")
     ] = False,
     insecure_allow_unauthenticated: Annotated[
-        bool,
-        typer.Option(
-            "--insecure-allow-unauthenticated",
-            help="As for `serve --http`: allow a non-loopback --host without GRAPHMEM_HTTP_TOKEN.",
-        ),
+        bool, typer.Option("--insecure-allow-unauthenticated", help=INSECURE_HELP)
     ] = False,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Open the console: the store in a browser, served through the owner process until Ctrl-C.
-    Sign in with GRAPHMEM_HTTP_TOKEN, or with the token printed for this run."""
+    Sign in with the store's HTTP token (GRAPHMEM_HTTP_TOKEN, or the token file it prints)."""
     import threading
     import webbrowser
 
-    from graphmem.mcp.http import (
-        CONSOLE_PATH,
-        check_bind_security,
-        make_http_server,
-        until_interrupted,
-    )
-    from graphmem.settings import load_settings
+    from graphmem.mcp.http import CONSOLE_PATH, make_http_server, until_interrupted
 
-    overrides = {"http_host": host} if host else {}
-    with handle_errors(as_json):
-        settings = load_settings(home, overrides=overrides)
-        check_bind_security(settings.http_host, settings.http_token, insecure_allow_unauthenticated)
+    overrides = {"http_host": host}
+    token = _http_token(home, overrides, insecure_allow_unauthenticated, as_json)
     with opened(home, as_json, start_owner=True, overrides=overrides) as gm:
-        generated = None if gm.settings.http_token else secrets.token_urlsafe(24)
 
         def started(base: str) -> None:
             url = f"{base}{CONSOLE_PATH}/"
             if as_json:
-                print(json.dumps({"url": url, "token": generated}), flush=True)  # one line
+                shown = token.value if token.file else None  # never the one set by the user
+                file = str(token.file) if token.file else None
+                print(json.dumps({"url": url, "token": shown, "token_file": file}), flush=True)
             else:
                 print(f"graphmem console: {url}", file=sys.stderr)
                 print(
-                    f"sign in with this token (this run only): {generated}"
-                    if generated
+                    f"sign in with the store's token ({token.file}): {token.value}"
+                    if token.file
                     else "sign in with GRAPHMEM_HTTP_TOKEN",
                     file=sys.stderr,
                     flush=True,
@@ -136,7 +146,7 @@ def console(
 
         server = make_http_server(
             gm, gm.settings.http_host, port, log_level="warning",
-            allow_unauthenticated=insecure_allow_unauthenticated, console_token=generated,
+            allow_unauthenticated=insecure_allow_unauthenticated, token=token,
             on_started=started,
         )  # fmt: skip
         with until_interrupted():

@@ -46,11 +46,29 @@ def setup(
             help="Also add a short memory section to the project's AGENTS.md (CLAUDE.md, GEMINI.md).",
         ),
     ] = False,
+    http: Annotated[
+        bool,
+        typer.Option(
+            "--http",
+            help="Connect the client to `graphmem serve --http` instead of starting a stdio "
+            "server: an HTTP entry sending the store's token (user scope: the token itself, "
+            "in a private file; project scope: a reference to it, never the token).",
+        ),
+    ] = False,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="The server's MCP URL for --http (implies it); default: "
+            "http://<http_host>:<http_port>/mcp from the settings.",
+            show_default=False,
+        ),
+    ] = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Connect an agent client to graphmem: its MCP server entry, hooks and instructions."""
-    from graphmem.agents.setup import request_for, run, targets_of
+    from graphmem.agents.setup import notes, request_for, run
 
     with handle_errors(as_json):
         request = request_for(
@@ -58,6 +76,9 @@ def setup(
             home=home,
             cwd=Path.cwd(),
             user_home=Path.home(),
+            http=http,
+            url=url,
+            dry_run=dry_run,
             scope=scope,
             hooks=hooks,
             instructions=instructions,
@@ -67,18 +88,18 @@ def setup(
     changed = [change for change in changes if change.action != "unchanged"]
     if as_json:
         rows = [
-            {**change.to_dict(), **({"diff": change.diff()} if dry_run else {})}
+            {**change.to_dict(), **({"diff": change.diff(request.token)} if dry_run else {})}
             for change in changes
         ]
         return emit_json(rows)
     for change in changed:
         if dry_run:
-            out.print(change.diff(), markup=False, end="")
+            out.print(change.diff(request.token), markup=False, end="")
             continue
         backup = f" (backup: {change.backup})" if change.backup else ""
         out.print(f"{change.action} {change.path}{backup}", markup=False)
     if not changed:
         out.print("nothing to remove" if remove else "already set up", markup=False)
-    elif not remove and not dry_run:
-        for note in targets_of(request).notes:
+    if not dry_run and (changed or request.http_url) and not remove:
+        for note in notes(request, changes):
             out.print(f"note: {note}", markup=False)

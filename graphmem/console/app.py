@@ -2,11 +2,13 @@
 
 Every page is a plain GET rendered by Jinja2 with autoescape on; every change is a POST form
 carrying the session's CSRF token. No script is served at all, and the Content-Security-Policy
-says so: whatever text an agent stored is shown as text, never run.
+the HTTP app puts on every response says so: whatever text an agent stored is shown as text,
+never run.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from importlib.resources import files
@@ -16,18 +18,17 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphmem.console import drawing
 from graphmem.console.auth import (
     COOKIE,
     SESSION_SECONDS,
     ConsoleAuth,
+    LoginThrottle,
     Session,
     csrf_matches,
     same_origin,
@@ -41,17 +42,6 @@ if TYPE_CHECKING:
     from graphmem.api import MemoryAPI
 
 PREFIX = "/console"
-CSP = (
-    "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self'; "
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-)
-SECURITY_HEADERS = [
-    (b"content-security-policy", CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
-    (b"x-frame-options", b"DENY"),
-    (b"cache-control", b"no-store"),
-]
 FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
 Page = Callable[[Request, Session], Response]
 
@@ -79,9 +69,10 @@ def _environment() -> Environment:
 class Console:
     """The pages of one store's console, behind one token."""
 
-    def __init__(self, gm: MemoryAPI, token: str) -> None:
+    def __init__(self, gm: MemoryAPI, token: str, throttle: LoginThrottle | None = None) -> None:
         self.gm = gm
         self.auth = ConsoleAuth(token)
+        self.throttle = throttle or LoginThrottle()
         self.env = _environment()
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -138,25 +129,42 @@ class Console:
     async def login(self, request: Request) -> Response:
         if not same_origin(request):
             return Response("cross-site request refused", 403)
+        address = request.client.host if request.client else ""
+        wait = self.throttle.retry_after(address)
+        if wait > 0:  # refused before the token is even read
+            seconds = math.ceil(wait)
+            response = self.render(
+                request, "login.html", None, 429, next=href("search"),
+                error=f"Too many wrong tokens: try again in {seconds} s.",
+            )  # fmt: skip
+            response.headers["Retry-After"] = str(seconds)
+            return response
         form = await self._form(request)
         target = _local(form.get("next"))
         if not self.auth.token_matches(form.get("token", "")):
+            self.throttle.failed(address)
             return self.render(
                 request, "login.html", None, 401, next=target, error="That token is not right."
             )
+        self.throttle.succeeded(address)
         session = self.auth.open_session()
-        response = RedirectResponse(target, 303)
-        response.set_cookie(
+        signed_in = RedirectResponse(target, 303)
+        signed_in.set_cookie(
             COOKIE, session.id, max_age=SESSION_SECONDS, path=PREFIX, httponly=True,
             samesite="strict", secure=request.url.scheme == "https",
         )  # fmt: skip
-        return response
+        return signed_in
 
     async def logout(self, request: Request) -> Response:
+        """Only the session's own page signs it out: a same-origin POST with its CSRF token.
+        Anything else gets 403 and leaves the session and its cookie as they were."""
         session = self.auth.session_of(request)
+        if session is None:
+            return RedirectResponse(href("login"), 303)  # nobody to sign out
         form = await self._form(request)
-        if session is not None and same_origin(request) and csrf_matches(session, form.get("csrf")):
-            self.auth.close(session)
+        if not same_origin(request) or not csrf_matches(session, form.get("csrf")):
+            return Response("cross-site or forged sign-out refused", 403)
+        self.auth.close(session)
         response = RedirectResponse(href("login"), 303)
         response.delete_cookie(COOKIE, path=PREFIX)
         return response
@@ -294,22 +302,6 @@ class Console:
         return RedirectResponse(href("search"), 303)
 
 
-class SecurityHeaders:
-    """The same headers on every console response, pages, redirects, errors and assets."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], *SECURITY_HEADERS]
-            await send(message)
-
-        await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
-
-
 def _local(target: str | None) -> str:
     """Where to go after login: a console path only, never another site."""
     if target and target.startswith(PREFIX + "/") and not target.startswith("//"):
@@ -327,9 +319,10 @@ def _choices() -> dict[str, tuple[str, ...]]:
     }
 
 
-def build_console(gm: MemoryAPI, token: str) -> Starlette:
-    """The console's ASGI app; mount it at PREFIX."""
-    console = Console(gm, token)
+def build_console(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = None) -> Starlette:
+    """The console's ASGI app; mount it at PREFIX of the HTTP app, which adds the security
+    headers, the Host check and the body limit (`graphmem.mcp.http.build_http_app`)."""
+    console = Console(gm, token, throttle)
     page = console.page
     static = StaticFiles(directory=str(files("graphmem.console") / "static"))
     routes = [
@@ -347,8 +340,8 @@ def build_console(gm: MemoryAPI, token: str) -> Starlette:
         Route("/stats", page(console.stats)),
         Mount("/static", static, name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)])
+    return Starlette(routes=routes)
 
 
-def console_mount(gm: MemoryAPI, token: str) -> Mount:
-    return Mount(PREFIX, app=build_console(gm, token))
+def console_mount(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = None) -> Mount:
+    return Mount(PREFIX, app=build_console(gm, token, throttle))

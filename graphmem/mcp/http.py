@@ -1,12 +1,16 @@
-"""Streamable HTTP for the graphmem MCP server: the SDK's app at /mcp plus GET /health, on uvicorn.
+"""Streamable HTTP for the graphmem MCP server: the SDK's app at /mcp, GET /health and the
+console at /console, on uvicorn.
 
 Hardening (see docs/security.md), all from the store's settings:
 
-- bind: 127.0.0.1 by default; a host that is not loopback needs a bearer token (`http_token`) or an
-  explicit `allow_unauthenticated`, checked before anything binds (`check_bind_security`);
-- on a loopback host the SDK's DNS-rebinding protection is on: /mcp accepts only loopback
-  Host/Origin headers;
-- with a token, every request but GET /health needs `Authorization: Bearer <token>`;
+- a token always: the `http_token` setting, else the store's own token file (`graphmem.http_token`),
+  so nothing is served without authentication by default, loopback included. /mcp needs
+  `Authorization: Bearer <token>`; the console signs its users in with the same token; /health
+  answers a bare status without it. Only `allow_unauthenticated` opens /mcp (never the console);
+- bind: 127.0.0.1 by default; `check_bind_security` refuses a blank token before anything binds;
+- every path checks the Host (and Origin) against the bound address (`HostPolicy`), against DNS
+  rebinding (the SDK's narrower check on /mcp alone is replaced by this one);
+- every response carries the security headers (CSP, nosniff, no framing, no caching);
 - request bodies are limited to `http_max_body_bytes` (413);
 - a request must start its response within `http_request_timeout` seconds (504); /mcp answers
   POSTs with one JSON body (the SDK's JSON response mode), so that bound covers the tool call;
@@ -32,26 +36,35 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from graphmem.errors import InvalidInput
+from graphmem.http_token import HttpToken, http_token
 from graphmem.mcp.http_guards import (
     BearerTokenMiddleware,
     BodyLimitMiddleware,
+    HostGuardMiddleware,
+    HostPolicy,
     RequestTimeoutMiddleware,
+    SecurityHeadersMiddleware,
+    TokenCheck,
     is_loopback,
 )
 from graphmem.mcp.server import build_server, graphmem_version
 
 if TYPE_CHECKING:
     from graphmem.api import MemoryAPI as GraphMemory
+    from graphmem.console.auth import LoginThrottle
 
 __all__ = [
+    "CONSOLE_PATH",
     "HEALTH_PATH",
     "KEEP_ALIVE_TIMEOUT",
     "MCP_PATH",
     "SHUTDOWN_GRACE",
     "build_http_app",
     "check_bind_security",
+    "describe_auth",
     "is_loopback",
     "make_http_server",
+    "resolve_token",
     "serve_http",
     "until_interrupted",
 ]
@@ -65,18 +78,22 @@ SHUTDOWN_GRACE = 5
 """Seconds open connections (an SSE stream, a running call) get to finish once shutdown starts."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
-Token = SecretStr | str | None
+Token = HttpToken | SecretStr | str | None
 
 
 def _token_value(token: Token) -> str | None:
     """The token as a string, None when unset; an empty or blank token is refused."""
     if token is None:
         return None
-    value = token.get_secret_value() if isinstance(token, SecretStr) else token
+    if isinstance(token, HttpToken):
+        value = token.value
+    else:
+        value = token.get_secret_value() if isinstance(token, SecretStr) else token
     if not value.strip():
         raise InvalidInput(
-            "GRAPHMEM_HTTP_TOKEN (http_token) is empty; set it to a long random string, "
-            "e.g. the output of: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            "GRAPHMEM_HTTP_TOKEN (http_token) is empty; unset it to use the store's own token "
+            "file, or set it to a long random string, e.g. the output of: "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
         )
     return value
 
@@ -84,9 +101,10 @@ def _token_value(token: Token) -> str | None:
 def check_bind_security(host: str, token: Token, allow_unauthenticated: bool = False) -> None:
     """Refuse to serve without authentication on an address other machines can reach.
 
-    Loopback (127.0.0.0/8, ::1, "localhost") is always allowed; any other host ("0.0.0.0" and "::"
-    included) needs a token or an explicit `allow_unauthenticated`. Raises InvalidInput (with
-    the fix in its message) otherwise, and for an empty token on any host.
+    graphmem's own entry points always pass a token (the setting or the store's token file), so
+    this refuses only a blank token, on any host, or a caller that passes none for a host that is
+    not loopback (127.0.0.0/8, ::1, "localhost") without `allow_unauthenticated`. Raises
+    InvalidInput with the fix in its message.
     """
     if _token_value(token) is not None or is_loopback(host) or allow_unauthenticated:
         return
@@ -100,43 +118,55 @@ def check_bind_security(host: str, token: Token, allow_unauthenticated: bool = F
     )
 
 
-def _transport_security(host: str) -> TransportSecuritySettings | None:
-    """DNS-rebinding protection for every loopback host, not only the three the SDK knows."""
-    if not is_loopback(host):
-        return None  # the SDK's default: no Host/Origin checks
-    bare = host.strip().lower().removeprefix("[").removesuffix("]")
-    netloc = f"[{bare}]" if ":" in bare else bare
-    hosts = ["127.0.0.1", "localhost", "[::1]", netloc]
-    unique = list(dict.fromkeys(hosts))
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{h}:*" for h in unique],
-        allowed_origins=[f"http://{h}:*" for h in unique],
-    )
+def resolve_token(gm: GraphMemory, token: Token = None) -> HttpToken:
+    """The token the app will require: `token` when the caller gives one, else the store's
+    (`graphmem.http_token.http_token`: the setting, else the token file, made if missing)."""
+    if isinstance(token, HttpToken):
+        _token_value(token)  # a blank one is refused
+        return token
+    value = _token_value(token)
+    if value is not None:
+        return HttpToken(value)
+    found = http_token(gm.settings)
+    assert found is not None  # create=True always finds or makes one
+    return found
+
+
+def _transport_security() -> TransportSecuritySettings:
+    """The SDK's own Host/Origin check on /mcp is off: `HostGuardMiddleware` checks every path
+    of the app, /mcp included, and compares names as DNS does, ignoring case."""
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 def build_http_app(
-    gm: GraphMemory, *, host: str = "127.0.0.1", console_token: str | None = None
+    gm: GraphMemory,
+    *,
+    host: str = "127.0.0.1",
+    token: Token = None,
+    allow_unauthenticated: bool = False,
+    login_throttle: LoginThrottle | None = None,
 ) -> Starlette:
     """The ASGI app: the MCP streamable HTTP endpoint at /mcp, GET /health and the console at
     /console, behind the guards.
 
-    `host` is the address the app will be served on; it decides the DNS-rebinding protection and
-    whether /health shows the store path. Token, body limit and timeout come from `gm.settings`.
-    Guards, outermost first: bearer token (when set; the console signs its users in with the
-    same token), body limit, request timeout. The console always needs a token: without one in
-    the settings it takes `console_token`, and is not served when that is None too.
+    `token` is what clients must present; by default the store's (see `resolve_token`), so the
+    app is never open by accident. `allow_unauthenticated` opens /mcp alone: the console still
+    signs in with the token, and /health still gives its details only with it. `host` is the
+    address the app is served on: it decides the Host check. Body limit and timeout come from
+    `gm.settings`. Guards, outermost first: security headers, Host check, bearer token (but for
+    /health and the console, which check it themselves), body limit, request timeout.
+    `login_throttle` replaces the console's failed-login limiter (tests give it a fake clock).
     """
     settings = gm.settings
-    token = _token_value(settings.http_token)
-    console_token = token or console_token
+    value = resolve_token(gm, token).value
+    check = TokenCheck(value)
+    policy = HostPolicy(host, settings.http_allowed_hosts)
     server = build_server(gm)
-    health: dict[str, Any] = {"status": "ok", "version": graphmem_version()}
-    if token is None and is_loopback(host):
-        health["store"] = str(gm.path)  # loopback without a token: shown, as before
+    details: dict[str, Any] = {"status": "ok", "version": graphmem_version(), "store": str(gm.path)}
 
     async def _health(request: Request) -> Response:
-        return JSONResponse(health)
+        """Up or not for anyone; what and where only for a holder of the token."""
+        return JSONResponse(details if check.authorized(request.scope) else {"status": "ok"})
 
     # custom_route() is the SDK's hook for extra routes; its decorator is untyped, hence the cast.
     add_route = cast(
@@ -150,20 +180,21 @@ def build_http_app(
         # one JSON body per POST instead of an SSE stream, so the request timeout bounds the call
         json_response=True,
         max_request_body_size=settings.http_max_body_bytes,
-        transport_security=_transport_security(host),
+        transport_security=_transport_security(),
     )
-    if console_token is not None:
-        from graphmem.console import console_mount
+    from graphmem.console import console_mount
 
-        app.routes.append(console_mount(gm, console_token))
+    app.routes.append(console_mount(gm, value, throttle=login_throttle))
     # add_middleware puts each new one outside the previous ones
     app.add_middleware(RequestTimeoutMiddleware, settings.http_request_timeout)
     app.add_middleware(BodyLimitMiddleware, settings.http_max_body_bytes)
-    if token is not None:
+    if not allow_unauthenticated:
         open_routes = [("GET", HEALTH_PATH), ("HEAD", HEALTH_PATH)]
         app.add_middleware(
-            BearerTokenMiddleware, token, open_routes=open_routes, own_auth=(CONSOLE_PATH,)
+            BearerTokenMiddleware, check, open_routes=open_routes, own_auth=(CONSOLE_PATH,)
         )
+    app.add_middleware(HostGuardMiddleware, policy)
+    app.add_middleware(SecurityHeadersMiddleware)
     return app
 
 
@@ -175,14 +206,17 @@ def _listen_url(server: uvicorn.Server, host: str) -> str:
     return f"http://{netloc}:{port}"
 
 
-def _describe_auth(host: str, token: str | None) -> str:
-    if token is not None:
-        return "auth: bearer token required (GRAPHMEM_HTTP_TOKEN)"
-    if is_loopback(host):
-        return "auth: off (loopback only; set GRAPHMEM_HTTP_TOKEN to require a token)"
+def describe_auth(host: str, token: HttpToken, allow_unauthenticated: bool) -> str:
+    """One line on who may use the server, naming where the token is (never the token)."""
+    made = " (made now)" if token.created else ""
+    if not allow_unauthenticated:
+        return f"auth: bearer token required ({token.source}{made})"
+    who = (
+        "any process on this machine" if is_loopback(host) else "anyone who can reach this address"
+    )
     return (
-        "auth: OFF (--insecure-allow-unauthenticated): anyone who can reach this address "
-        "can read and write the store"
+        f"auth: OFF for /mcp (--insecure-allow-unauthenticated): {who} can read and change the "
+        f"store; the console still needs {token.source}{made}"
     )
 
 
@@ -207,22 +241,28 @@ def make_http_server(
     log_level: str | None = None,
     allow_unauthenticated: bool = False,
     announce: Callable[[str], None] | None = None,
-    console_token: str | None = None,
+    token: Token = None,
     on_started: Callable[[str], None] | None = None,
+    login_throttle: LoginThrottle | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server for the app, not yet started: `.run()` blocks, `.should_exit` stops it.
 
-    Runs `check_bind_security` first, so a non-loopback host without a token fails here, before
+    The token is resolved here (`resolve_token`: `token`, else the setting, else the store's
+    token file, made if missing) and checked by `check_bind_security`, so a bad one fails before
     anything binds. With port 0 the OS picks a free port; once `.started` is true, read it from
     `server.servers[0].sockets[0].getsockname()[1]`. `log_level` is uvicorn's (default: the
     store's settings.log_level). `announce`, if given, receives one line once the server listens:
-    its URL and whether auth is on (never the token). `console_token` signs in to the console
-    when the settings have no `http_token` (see `build_http_app`).
+    its URLs and who may use it, naming where the token is kept, never the token itself.
+    `login_throttle`: see `build_http_app`.
     """
-    check_bind_security(host, gm.settings.http_token, allow_unauthenticated)
-    token = _token_value(gm.settings.http_token)
+    found = resolve_token(gm, token)
+    check_bind_security(host, found.value, allow_unauthenticated)
+    app = build_http_app(
+        gm, host=host, token=found, allow_unauthenticated=allow_unauthenticated,
+        login_throttle=login_throttle,
+    )  # fmt: skip
     config = uvicorn.Config(
-        build_http_app(gm, host=host, console_token=console_token),
+        app,
         host=host,
         port=port,
         log_level=log_level or gm.settings.log_level,
@@ -236,9 +276,10 @@ def make_http_server(
     def started() -> None:
         base = _listen_url(server, host)
         if announce is not None:
-            console = f"console at {base}{CONSOLE_PATH}/; " if token or console_token else ""
+            auth = describe_auth(host, found, allow_unauthenticated)
             announce(
-                f"graphmem: serving MCP at {base}{MCP_PATH}; {console}{_describe_auth(host, token)}"
+                f"graphmem: serving MCP at {base}{MCP_PATH}; console at {base}{CONSOLE_PATH}/; "
+                f"{auth}"
             )
         if on_started is not None:
             on_started(base)
@@ -280,18 +321,17 @@ def serve_http(
     log_level: str | None = None,
     allow_unauthenticated: bool = False,
     announce: Callable[[str], None] | None = None,
-    console_token: str | None = None,
+    token: Token = None,
 ) -> None:
     """Serve `gm` over streamable HTTP until Ctrl-C or SIGTERM, then return (blocks).
 
-    Refuses (InvalidInput, before binding) a host other machines can reach unless the store's
-    settings have an `http_token` or `allow_unauthenticated` is true; see `check_bind_security`.
+    Every client needs the token (`token`, else the store's: see `resolve_token`) unless
+    `allow_unauthenticated` opens /mcp; a bad token fails (InvalidInput) before binding.
     `announce` receives one line once the server listens (see `make_http_server`).
 
     uvicorn shuts down gracefully on either signal and then re-raises it; `until_interrupted`
     turns that into a normal return so the caller's cleanup (closing the store) still runs.
     """
-    check_bind_security(host, gm.settings.http_token, allow_unauthenticated)
     server = make_http_server(
         gm,
         host,
@@ -299,7 +339,7 @@ def serve_http(
         log_level=log_level,
         allow_unauthenticated=allow_unauthenticated,
         announce=announce,
-        console_token=console_token,
+        token=token,
     )
     with until_interrupted():
         server.run()

@@ -1,4 +1,5 @@
-"""Pure ASGI middleware that hardens the HTTP transport: bearer token, body size limit, timeout.
+"""Pure ASGI middleware that hardens the HTTP transport: security headers, Host check, bearer
+token, body size limit, timeout.
 
 Each wraps an ASGI app and passes `lifespan` scopes through untouched. None of them reads a
 request body into memory: the size limit counts bytes as the app pulls them through `receive`.
@@ -13,16 +14,36 @@ import hmac
 import ipaddress
 import json
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
+    "SECURITY_HEADERS",
     "BearerTokenMiddleware",
     "BodyLimitMiddleware",
+    "HostGuardMiddleware",
+    "HostPolicy",
     "RequestTimeoutMiddleware",
+    "SecurityHeadersMiddleware",
+    "TokenCheck",
     "is_loopback",
 ]
+
+CSP = (
+    "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+WILDCARDS = ("0.0.0.0", "::", "")
 
 
 def is_loopback(host: str) -> bool:
@@ -30,15 +51,28 @@ def is_loopback(host: str) -> bool:
 
     Any other name is treated as reachable from the network: a hostname may resolve anywhere.
     """
-    name = host.strip().lower()
+    name = _bare(host)
     if name == "localhost":
         return True
-    if name.startswith("[") and name.endswith("]"):
-        name = name[1:-1]
     try:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def _bare(host: str) -> str:
+    """A host name as compared: lower case, no brackets around an IPv6 address, no final dot."""
+    name = host.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    return name.rstrip(".")
+
+
+def _header(scope: Scope, wanted: bytes) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == wanted:
+            return bytes(value).decode("latin-1")
+    return None
 
 
 async def send_json_error(
@@ -63,47 +97,163 @@ async def send_json_error(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-class BearerTokenMiddleware:
-    """Require `Authorization: Bearer <token>` on every request but the open (method, path) pairs.
+class SecurityHeadersMiddleware:
+    """The same headers on every response of the app: pages, JSON, redirects and every error,
+    including those the guards inside it send (401, 413, 421, 429, 504). Put it outermost.
+
+    No page of graphmem runs script and none may be framed; nothing it answers is cached."""
+
+    _NAMES = frozenset(name for name, _ in SECURITY_HEADERS)
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                kept = [
+                    (k, v) for k, v in message.get("headers", []) if k.lower() not in self._NAMES
+                ]
+                message["headers"] = [*kept, *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class HostPolicy:
+    """Which `Host` (and `Origin`) names a server answers, against DNS rebinding: a web page
+    whose name an attacker points at 127.0.0.1 still sends its own name as Host.
+
+    On a loopback bind: the loopback names (127.0.0.1, localhost, [::1]) and the bound address.
+    On another address: that address. On a wildcard bind (0.0.0.0, ::) any name, since the
+    server cannot know the machine's names. `extra` (the http_allowed_hosts setting: the name a
+    reverse proxy forwards, say) is added in every case, and on a wildcard bind turns the check
+    on with the loopback names besides. Any port is accepted.
+    """
+
+    def __init__(self, bound: str, extra: Iterable[str] = ()) -> None:
+        host = _bare(bound)
+        added = {_bare(name) for name in extra if name.strip()}
+        names: set[str] | None
+        if is_loopback(host) or (host in WILDCARDS and added):
+            names = {*LOOPBACK_NAMES, *added, *([] if host in WILDCARDS else [host])}
+        elif host in WILDCARDS:
+            names = None
+        else:
+            names = {host, *added}
+        self.names = frozenset(names) if names is not None else None
+
+    @property
+    def checks(self) -> bool:
+        return self.names is not None
+
+    def allows_host(self, value: str | None) -> bool:
+        if self.names is None:
+            return True
+        if not value:
+            return False
+        value = value.strip()
+        if value.startswith("["):
+            name = value[1 : value.find("]")] if "]" in value else value
+        else:
+            name = value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+        return _bare(name) in self.names
+
+    def allows_origin(self, value: str | None) -> bool:
+        """No Origin (not a browser, or a same-origin GET) passes; "null" and any other name
+        do not."""
+        if self.names is None or value is None:
+            return True
+        try:
+            parts = urlsplit(value.strip())
+            hostname = parts.hostname
+        except ValueError:
+            return False
+        return parts.scheme in ("http", "https") and _bare(hostname or "") in self.names
+
+
+class HostGuardMiddleware:
+    """421 for a request whose Host the policy does not allow, 403 for such an Origin, on every
+    path of the app (the console and /health as well as /mcp)."""
+
+    def __init__(self, app: ASGIApp, policy: HostPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or not self.policy.checks:
+            await self.app(scope, receive, send)
+            return
+        host_ok = self.policy.allows_host(_header(scope, b"host"))
+        origin_ok = self.policy.allows_origin(_header(scope, b"origin"))
+        if host_ok and origin_ok:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        elif not host_ok:
+            await send_json_error(
+                send, 421, "misdirected_request",
+                "this server does not answer to that Host name (DNS rebinding protection); "
+                "add the name to http_allowed_hosts if it is yours",
+            )  # fmt: skip
+        else:
+            await send_json_error(
+                send, 403, "forbidden_origin", "requests from that Origin are not allowed"
+            )
+
+
+class TokenCheck:
+    """Whether a request carries `Authorization: Bearer <token>`.
 
     The presented token and the configured one are both hashed (SHA-256) and the digests compared
     with `hmac.compare_digest`, so the comparison takes the same time whatever the input, its
-    length included. A missing header and a wrong token get the same 401.
-    """
+    length included."""
+
+    def __init__(self, token: str) -> None:
+        if not token:
+            raise ValueError("an empty bearer token would let anyone in")
+        self._digest = hashlib.sha256(token.encode("utf-8")).digest()
+
+    def authorized(self, scope: Scope) -> bool:
+        presented = b""
+        value = _header(scope, b"authorization")
+        if value is not None:
+            scheme, _, credentials = value.encode("latin-1").strip().partition(b" ")
+            if scheme.lower() == b"bearer":
+                presented = credentials.strip()
+        digest = hashlib.sha256(presented).digest()
+        # compare even when nothing was presented, so both failures take the same path
+        return hmac.compare_digest(digest, self._digest) and bool(presented)
+
+
+class BearerTokenMiddleware:
+    """Require `Authorization: Bearer <token>` on every request but the open (method, path) pairs
+    and the paths whose app checks the token itself. A missing header and a wrong token get the
+    same 401."""
 
     UNAUTHORIZED = (
-        "missing or invalid bearer token: send 'Authorization: Bearer <token>' "
-        "with the token the server was started with (GRAPHMEM_HTTP_TOKEN)"
+        "missing or invalid bearer token: send 'Authorization: Bearer <token>' with the "
+        "store's HTTP token (GRAPHMEM_HTTP_TOKEN, or the http_token file in its data directory)"
     )
 
     def __init__(
         self,
         app: ASGIApp,
-        token: str,
+        token: TokenCheck,
         *,
         open_routes: Iterable[tuple[str, str]] = (),
         own_auth: tuple[str, ...] = (),
     ) -> None:
         """`own_auth`: path prefixes whose app checks the token itself (the console, whose
         browser sends a session cookie, not this header)."""
-        if not token:
-            raise ValueError("an empty bearer token would let anyone in")
         self.app = app
-        self._digest = hashlib.sha256(token.encode("utf-8")).digest()
+        self.token = token
         self._open = frozenset(open_routes)
         self._own_auth = own_auth
-
-    def _authorized(self, scope: Scope) -> bool:
-        presented = b""
-        for name, value in scope.get("headers", ()):
-            if name.lower() == b"authorization":
-                scheme, _, credentials = bytes(value).strip().partition(b" ")
-                if scheme.lower() == b"bearer":
-                    presented = credentials.strip()
-                break
-        digest = hashlib.sha256(presented).digest()
-        # compare even when nothing was presented, so both failures take the same path
-        return hmac.compare_digest(digest, self._digest) and bool(presented)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -119,7 +269,7 @@ class BearerTokenMiddleware:
         ):
             await self.app(scope, receive, send)
             return
-        if self._authorized(scope):
+        if self.token.authorized(scope):
             await self.app(scope, receive, send)
             return
         if kind == "http":

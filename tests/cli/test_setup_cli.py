@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 GRAPHMEM = Path(sys.executable).parent / "graphmem"
@@ -171,3 +173,82 @@ def test_a_malformed_config_exits_2_naming_it_and_is_left_alone(project: Path) -
     assert "not valid JSON" in error["message"]
     assert config.read_text(encoding="utf-8") == '{"mcpServers": {"x": 1,}}'
     assert sorted(p.name for p in config.parent.iterdir()) == ["settings.json"]
+
+
+# -- --http ------------------------------------------------------------------------------------------
+
+
+def test_setup_http_at_user_scope_writes_the_stores_token_privately(project: Path) -> None:
+    done = setup(project, "claude-code", "--http", "--scope", "user", "--no-hooks")
+    assert done.returncode == 0, done.stderr
+    token_file = project / ".graphmem/http_token"
+    token = token_file.read_text(encoding="utf-8").strip()
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    config = project.parent / "home/.claude.json"
+    assert read(config)["mcpServers"]["graphmem"] == {
+        "type": "http",
+        "url": "http://127.0.0.1:8765/mcp",
+        "headers": {"Authorization": f"Bearer {token}"},
+    }
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert token not in done.stdout + done.stderr  # written, never printed
+    assert "keep `graphmem serve --http` running" in done.stdout
+    again = setup(project, "claude-code", "--http", "--scope", "user", "--no-hooks")
+    assert again.stdout.startswith("already set up")
+    assert token_file.read_text(encoding="utf-8").strip() == token  # reused, not remade
+
+
+def test_setup_http_in_a_project_file_names_the_token_and_says_how_to_give_it(
+    project: Path,
+) -> None:
+    done = setup(project, "cursor", "--http", "--url", "http://127.0.0.1:9100/mcp", "--no-hooks")
+    assert done.returncode == 0, done.stderr
+    server = read(project / ".cursor/mcp.json")["mcpServers"]["graphmem"]
+    assert server == {
+        "url": "http://127.0.0.1:9100/mcp",
+        "headers": {"Authorization": "Bearer ${env:GRAPHMEM_HTTP_TOKEN}"},
+    }
+    assert f'export GRAPHMEM_HTTP_TOKEN="$(cat {project / ".graphmem/http_token"})"' in done.stdout
+    dry = setup(project, "cursor", "--http", "--scope", "user", "--dry-run", "--no-hooks")
+    token = (project / ".graphmem/http_token").read_text(encoding="utf-8").strip()
+    assert "Bearer <token>" in dry.stdout and token not in dry.stdout
+
+
+def test_setup_http_for_claude_desktop_exits_2_saying_it_cannot_carry_the_header(
+    project: Path,
+) -> None:
+    done = setup(project, "claude-desktop", "--http")
+    assert done.returncode == 2
+    assert "only stdio servers" in done.stderr and "Traceback" not in done.stderr
+    assert not (project / ".graphmem/http_token").exists()
+
+
+def test_a_client_set_up_with_http_reaches_the_server_with_the_header_it_was_given(
+    project: Path,
+) -> None:
+    from graphmem.embeddings.hashing import HashEmbedder
+    from graphmem.mcp.http import make_http_server
+    from graphmem.service import GraphMemory
+    from graphmem.settings import load_settings
+    from tests.http_serving import running
+
+    settings = load_settings(project / ".graphmem", environ={}, overrides={})
+    gm = GraphMemory(settings, embedder=HashEmbedder())
+    try:
+        with running(make_http_server(gm, "127.0.0.1", 0, log_level="warning")) as base:
+            done = setup(project, "gemini", "--http", "--scope", "user", "--url", f"{base}/mcp")
+            assert done.returncode == 0, done.stderr
+            config = read(project.parent / "home/.gemini/settings.json")["mcpServers"]["graphmem"]
+            initialize = {
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "gemini-as-configured", "version": "0"}},
+            }  # fmt: skip
+            headers = {"Accept": "application/json, text/event-stream", **config["headers"]}
+            answer = httpx.post(config["httpUrl"], json=initialize, headers=headers, timeout=30)
+            assert answer.status_code == 200, answer.text
+            bare = {"Accept": "application/json, text/event-stream"}
+            refused = httpx.post(config["httpUrl"], json=initialize, headers=bare, timeout=30)
+            assert refused.status_code == 401
+    finally:
+        gm.close()

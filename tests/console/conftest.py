@@ -139,6 +139,6 @@ def seeded(tmp_path: Path, beacon: Beacon) -> Iterator[Seeded]:
 @pytest.fixture
 def console(seeded: Seeded) -> Iterator[str]:
     """The console's base URL (http://127.0.0.1:PORT/console), signed in with TOKEN."""
-    server = make_http_server(seeded.gm, "127.0.0.1", 0, console_token=TOKEN, log_level="warning")
+    server = make_http_server(seeded.gm, "127.0.0.1", 0, token=TOKEN, log_level="warning")
     with running(server) as base:
         yield f"{base}/console"

@@ -1,10 +1,11 @@
 """The hardened HTTP transport end to end: a real uvicorn on 127.0.0.1 (port 0) in a thread, real
 httpx requests and a real MCP client over streamable HTTP, against a real store.
 
-Covered: the bind check (non-loopback needs a token or an explicit opt-out, refused before
-binding), bearer-token auth (401s, an open /health that hides the store path), the body limit
-(413 for declared and chunked bodies), the request timeout (504) that leaves SSE streams alone,
-and `graphmem serve --http` as a child process. Nothing binds anything but 127.0.0.1.
+Covered: the bind check (a blank token is refused before binding), bearer-token auth (401s, a
+/health that says only "ok" without the token), the body limit (413 for declared and chunked
+bodies), the request timeout (504) that leaves SSE streams alone, and `graphmem serve --http` as a
+child process. The store's own token file and the Host check have their own modules. Nothing
+binds anything but 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -78,15 +79,16 @@ def store(tmp_path: Path, **overrides: Any) -> Iterator[GraphMemory]:
 
 
 @contextmanager
-def serving(gm: GraphMemory, *, app_host: str | None = None) -> Iterator[str]:
+def serving(gm: GraphMemory, *, app_host: str | None = None, **options: Any) -> Iterator[str]:
     """Run the HTTP server for `gm` on 127.0.0.1, a free port, in a thread; yield its base URL.
 
     `app_host` builds the app as if it served that host, while still binding only 127.0.0.1.
+    `options` go to build_http_app / make_http_server (token=..., allow_unauthenticated=...).
     """
     if app_host is None:
-        server = make_http_server(gm, "127.0.0.1", 0)
+        server = make_http_server(gm, "127.0.0.1", 0, log_level="warning", **options)
     else:
-        app = build_http_app(gm, host=app_host)
+        app = build_http_app(gm, host=app_host, **options)
         server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
         )
@@ -150,7 +152,7 @@ LOOPBACK = ["127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost", "LOCALHOST"]
 
 
 @pytest.mark.parametrize("host", LOOPBACK)
-def test_loopback_hosts_are_loopback_and_need_no_token(host: str) -> None:
+def test_loopback_hosts_are_loopback(host: str) -> None:
     assert is_loopback(host)
     check_bind_security(host, None, allow_unauthenticated=False)
 
@@ -180,7 +182,7 @@ def test_an_empty_token_is_refused_on_any_host() -> None:
             check_bind_security(host, "  ", allow_unauthenticated=True)
 
 
-def test_serve_http_refuses_a_non_loopback_host_before_binding(
+def test_serve_http_refuses_a_blank_token_before_binding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: list[bool] = []
@@ -190,11 +192,11 @@ def test_serve_http_refuses_a_non_loopback_host_before_binding(
         raise AssertionError("serve_http got as far as starting uvicorn")
 
     monkeypatch.setattr(uvicorn.Server, "startup", startup)
-    with store(tmp_path) as gm:
-        for host in ("0.0.0.0", "::"):
-            with pytest.raises(InvalidInput, match="--insecure-allow-unauthenticated"):
+    with store(tmp_path, http_token="   ") as gm:
+        for host in ("127.0.0.1", "0.0.0.0"):
+            with pytest.raises(InvalidInput, match="empty"):
                 serve_http(gm, host, 8765)
-            with pytest.raises(InvalidInput, match="GRAPHMEM_HTTP_TOKEN"):
+            with pytest.raises(InvalidInput, match="empty"):
                 make_http_server(gm, host, 8765)
     assert started == []
 
@@ -207,18 +209,17 @@ def _cli_env(home: Path, **extra: str) -> dict[str, str]:
     return {**env, "GRAPHMEM_EMBEDDING_PROVIDER": "hash", "GRAPHMEM_HOME": str(home), **extra}
 
 
-def test_cli_serve_http_on_0_0_0_0_without_a_token_exits_2_with_the_fix(tmp_path: Path) -> None:
+def test_cli_serve_http_with_a_blank_token_exits_2_before_binding(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "graphmem", "serve", "--http", "--host", "0.0.0.0", "--port", "0"],
-        env=_cli_env(tmp_path / "home"),
+        [sys.executable, "-m", "graphmem", "serve", "--http", "--port", "0"],
+        env=_cli_env(tmp_path / "home", GRAPHMEM_HTTP_TOKEN=" "),
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 2, result.stderr
-    assert "GRAPHMEM_HTTP_TOKEN=" in result.stderr
-    assert "--insecure-allow-unauthenticated" in result.stderr
+    assert "GRAPHMEM_HTTP_TOKEN" in result.stderr and "empty" in result.stderr
     assert "serving MCP" not in result.stderr
 
 
@@ -251,7 +252,7 @@ def test_cli_serve_http_with_a_token_says_where_it_listens_and_that_auth_is_on(
                 assert time.monotonic() < deadline, "graphmem serve did not answer within 60 s"
                 time.sleep(0.1)
         assert health.status_code == 200
-        assert "store" not in health.json()
+        assert health.json() == {"status": "ok"}
         assert httpx.post(f"http://127.0.0.1:{port}{MCP_PATH}", timeout=5).status_code == 401
 
         child.send_signal(signal.SIGTERM)
@@ -261,8 +262,9 @@ def test_cli_serve_http_with_a_token_says_where_it_listens_and_that_auth_is_on(
         lines = [line for line in stderr.splitlines() if "serving MCP" in line]
         assert len(lines) == 1, stderr
         assert f"http://127.0.0.1:{port}{MCP_PATH}" in lines[0]
-        assert "bearer token required" in lines[0]
+        assert "bearer token required (GRAPHMEM_HTTP_TOKEN)" in lines[0]
         assert token not in stderr
+        assert not (tmp_path / "home" / "http_token").exists()  # the setting is the token
     finally:
         if child.poll() is None:
             child.kill()
@@ -270,25 +272,6 @@ def test_cli_serve_http_with_a_token_says_where_it_listens_and_that_auth_is_on(
         for stream in (child.stdout, child.stderr):
             if stream is not None:
                 stream.close()
-
-
-# -- no token on loopback: today's behaviour --------------------------------------------------------
-
-
-async def test_without_a_token_on_loopback_mcp_works_without_a_header(
-    tmp_path: Path, http: httpx.AsyncClient
-) -> None:
-    with store(tmp_path) as gm, serving(gm) as base:
-        health = await http.get(f"{base}/health")
-        assert health.status_code == 200
-        assert health.json()["store"] == str(gm.path)  # loopback and no token: shown
-
-        with anyio.fail_after(30):
-            async with mcp_client(f"{base}{MCP_PATH}") as client:
-                names = {tool.name for tool in (await client.list_tools()).tools}
-                assert "store_memory" in names
-                stored = await call(client, "store_memory", content="No token on loopback")
-        assert gm.get(stored["id"]).content == "No token on loopback"
 
 
 # -- bearer token -----------------------------------------------------------------------------------
@@ -360,31 +343,48 @@ async def test_with_the_right_token_raw_requests_get_200_and_the_scheme_is_case_
         assert response.json()["result"]["structuredContent"]["total"] == gm.stats().total
 
 
-async def test_with_a_token_health_is_open_and_does_not_show_the_store_path(
+async def test_health_says_only_ok_without_the_token_and_more_with_it(
     tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
     with store(tmp_path, http_token=TOKEN) as gm, serving(gm) as base:
-        response = await http.get(f"{base}/health")
-        assert response.status_code == 200
-        body = response.json()
-        assert body["status"] == "ok"
-        assert body["version"]
-        assert "store" not in body
-        assert str(gm.path) not in response.text
+        for headers in ({}, {"Authorization": f"Bearer {TOKEN}x"}, {"Authorization": TOKEN}):
+            response = await http.get(f"{base}/health", headers=headers)
+            assert response.status_code == 200
+            assert response.json() == {"status": "ok"}
+            assert str(gm.path) not in response.text
         assert (await http.head(f"{base}/health")).status_code == 200
         # only GET/HEAD /health is open
         assert (await http.post(f"{base}/health")).status_code == 401
 
+        full = await http.get(f"{base}/health", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert full.json() == {
+            "status": "ok",
+            "version": full.json()["version"],
+            "store": str(gm.path),
+        }
+        assert full.json()["version"]
 
-async def test_an_app_for_a_non_loopback_host_does_not_show_the_store_path_on_health(
-    tmp_path: Path, http: httpx.AsyncClient
+
+@pytest.mark.parametrize("app_host", ["127.0.0.1", "0.0.0.0"])
+async def test_the_insecure_flag_opens_mcp_but_not_health_details_nor_the_console(
+    tmp_path: Path, http: httpx.AsyncClient, app_host: str
 ) -> None:
-    # the app as `--host 0.0.0.0 --insecure-allow-unauthenticated` builds it, bound to loopback
-    with store(tmp_path) as gm, serving(gm, app_host="0.0.0.0") as base:
-        response = await http.get(f"{base}/health")
-        assert response.status_code == 200
-        assert "store" not in response.json()
-        assert str(gm.path) not in response.text
+    # 0.0.0.0: the app as `--host 0.0.0.0 --insecure-allow-unauthenticated` builds it, bound to
+    # loopback
+    with (
+        store(tmp_path, http_token=TOKEN) as gm,
+        serving(gm, app_host=app_host, allow_unauthenticated=True) as base,
+    ):
+        session = await handshake(http, f"{base}{MCP_PATH}", {})
+        stats = await http.post(
+            f"{base}{MCP_PATH}", json=tool_call("memory_stats"), headers=session
+        )
+        assert stats.status_code == 200
+        assert (await http.get(f"{base}/health")).json() == {"status": "ok"}
+        page = await http.get(f"{base}/console/stats", headers={"accept": "text/html"})
+        assert page.status_code == 303 and page.headers["location"].startswith("/console/login")
+        wrong = await http.post(f"{base}/console/login", data={"token": "guess"})
+        assert wrong.status_code == 401
 
 
 async def test_dns_rebinding_protection_stays_on_with_a_token_on_loopback(
@@ -452,7 +452,7 @@ async def test_a_call_slower_than_the_request_timeout_gets_504_and_the_server_ke
     tmp_path: Path, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     release = threading.Event()
-    with store(tmp_path, http_request_timeout=1.0) as gm:
+    with store(tmp_path, http_request_timeout=1.0, http_token=TOKEN) as gm:
         real_stats = gm.stats
 
         def slow_stats() -> Any:
@@ -461,7 +461,7 @@ async def test_a_call_slower_than_the_request_timeout_gets_504_and_the_server_ke
 
         with serving(gm) as base:
             url = f"{base}{MCP_PATH}"
-            session = await handshake(http, url, {})
+            session = await handshake(http, url, {"Authorization": f"Bearer {TOKEN}"})
             monkeypatch.setattr(gm, "stats", slow_stats)
             started = time.monotonic()
             try:
@@ -486,9 +486,9 @@ async def test_a_call_slower_than_the_request_timeout_gets_504_and_the_server_ke
 async def test_an_open_sse_stream_outlives_the_request_timeout(
     tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
-    with store(tmp_path, http_request_timeout=1.0) as gm, serving(gm) as base:
+    with store(tmp_path, http_request_timeout=1.0, http_token=TOKEN) as gm, serving(gm) as base:
         url = f"{base}{MCP_PATH}"
-        session = await handshake(http, url, {})
+        session = await handshake(http, url, {"Authorization": f"Bearer {TOKEN}"})
         stream_headers = {**session, "Accept": "text/event-stream"}
         async with http.stream("GET", url, headers=stream_headers) as stream:
             assert stream.status_code == 200
@@ -511,14 +511,14 @@ async def test_a_slow_call_from_an_mcp_client_fails_at_the_timeout_not_when_the_
     # The SDK's client speaks the per-request protocol, where the tool runs on a worker thread in
     # the request's own task: the 504 must still go out at the deadline.
     release = threading.Event()
-    with store(tmp_path, http_request_timeout=1.0) as gm, serving(gm) as base:
+    with store(tmp_path, http_request_timeout=1.0, http_token=TOKEN) as gm, serving(gm) as base:
         real_stats = gm.stats
 
         def slow_stats() -> Any:
             release.wait(20)
             return real_stats()
 
-        async with mcp_client(f"{base}{MCP_PATH}") as client:
+        async with mcp_client(f"{base}{MCP_PATH}", {"Authorization": f"Bearer {TOKEN}"}) as client:
             monkeypatch.setattr(gm, "stats", slow_stats)
             started = time.monotonic()
             try:

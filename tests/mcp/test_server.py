@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from tool_calls import as_memory, call, fail
 
 from graphmem.embeddings.hashing import HashEmbedder
@@ -322,13 +324,15 @@ async def test_calling_an_unknown_tool_is_a_tool_error(client: Client) -> None:
 # -- streamable HTTP ------------------------------------------------------------------------------
 
 
-def _get_json(url: str) -> tuple[int, dict[str, Any]]:
-    with urllib.request.urlopen(url, timeout=10) as response:
+def _get_json(url: str, token: str | None = None) -> tuple[int, dict[str, Any]]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as response:
         return response.status, json.loads(response.read())
 
 
 async def test_http_server_serves_health_and_mcp_over_streamable_http(gm: GraphMemory) -> None:
-    server = make_http_server(gm, "127.0.0.1", 0)
+    server = make_http_server(gm, "127.0.0.1", 0, token="http-test-token")
     thread = threading.Thread(target=server.run, name="graphmem-http-test", daemon=True)
     thread.start()
     try:
@@ -340,14 +344,22 @@ async def test_http_server_serves_health_and_mcp_over_streamable_http(gm: GraphM
         port = server.servers[0].sockets[0].getsockname()[1]
         base = f"http://127.0.0.1:{port}"
 
-        status, health = await anyio.to_thread.run_sync(_get_json, f"{base}/health")
+        status, health = await anyio.to_thread.run_sync(
+            _get_json, f"{base}/health", "http-test-token"
+        )
         assert status == 200
         assert health["status"] == "ok"
         assert health["version"]
         assert health["store"] == str(gm.path)
 
+        headers = {"Authorization": "Bearer http-test-token"}
         with anyio.fail_after(30):
-            async with Client(f"{base}{MCP_PATH}") as client:
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=30) as http_client,
+                Client(
+                    streamable_http_client(f"{base}{MCP_PATH}", http_client=http_client)
+                ) as client,
+            ):
                 names = {tool.name for tool in (await client.list_tools()).tools}
                 assert names >= TOOLS
                 stored = await call(client, "store_memory", content="Stored over HTTP")
@@ -420,9 +432,10 @@ def test_serve_http_answers_health_then_returns_on_ctrl_c_or_sigterm_so_the_stor
         while True:
             assert child.poll() is None, child.communicate()[1].decode(errors="replace")
             try:
-                status, health = _get_json(f"http://127.0.0.1:{port}/health")
+                token = (tmp_path / "store" / "http_token").read_text().strip()
+                status, health = _get_json(f"http://127.0.0.1:{port}/health", token)
                 break
-            except OSError:
+            except OSError:  # FileNotFoundError too: the token file is made before binding
                 assert time.monotonic() < deadline, "serve_http did not answer within 60 s"
                 time.sleep(0.1)
         assert status == 200
