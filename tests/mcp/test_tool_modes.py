@@ -18,7 +18,7 @@ from tool_tour import ACTION_OF, ALL_TOOLS, CORE_TOOLS, GROUPED_TOOLS
 
 from eval.bench_mcp import CALLS, contents, fill, measure_modes
 from graphmem.embeddings.hashing import HashEmbedder
-from graphmem.mcp.grouped import GROUPS, ToolMode
+from graphmem.mcp.grouped import GROUPS, HINTS, ToolMode
 from graphmem.mcp.server import build_server
 from graphmem.service import GraphMemory, open_store
 from graphmem.settings import load_settings
@@ -134,6 +134,10 @@ async def test_a_wrong_action_is_a_tool_error_that_lists_the_actions(gm: GraphMe
         ("memory", {"action": "recall", "query": "q", "limit": 3, "detail": "full"}, True),
         ("memory", {"action": "recall", "query": "q", "detail": "everything"}, False),
         ("memory", {"action": "recall"}, False),
+        ("memory", {"action": "store", "content": "x", "title": None}, False),  # leave it out
+        ("memory", {"action": "get", "id": "m"}, True),
+        ("memory", {"action": "delete", "id": "m"}, True),
+        ("memory", {"action": "delete", "id": "m", "content": "x"}, False),
         ("memory", {"action": "stats"}, True),
         ("memory", {"action": "stats", "id": "x"}, False),
         ("memory", {"action": "forget"}, False),
@@ -150,7 +154,22 @@ async def test_a_wrong_action_is_a_tool_error_that_lists_the_actions(gm: GraphMe
         ),
         ("knowledge", {"action": "bank_view", "view": "dead_ends", "limit": 5}, True),
         ("knowledge", {"action": "drift_scan"}, True),
+        ("knowledge", {"action": "similar_incidents", "query": "502s", "limit": 3}, True),
+        ("knowledge", {"action": "similar_incidents", "query": "502s", "view": "x"}, False),
+        (
+            "knowledge",
+            {"action": "store_decision", "decision": "d", "rationale": "r", "status": "failed"},
+            False,  # a verification's status, not a decision's
+        ),
+        ("knowledge", {"action": "timeline", "id": "m"}, True),
         ("graph", {"action": "multihop", "query": "why", "max_hops": 9}, False),
+        ("session", {"action": "review", "status": None}, True),  # null: any status
+        ("steward", {"action": "inbox", "status": None, "kind": "orphan_entity"}, True),
+        ("steward", {"action": "inbox", "kind": "no_such_kind"}, False),
+        ("steward", {"action": "policy", "updates": {"auto_apply": ["exact_duplicate"]}}, True),
+        ("steward", {"action": "policy", "updates": {"auto_apply": ["no_such_kind"]}}, False),
+        ("steward", {"action": "policy", "updates": {"stale_dayz": 3}}, False),
+        ("steward", {"action": "demote_layer", "id": "m", "layer": "surface"}, True),
         ("admin", {"action": "cypher", "query": "MATCH (m) RETURN m"}, True),
         ("admin", {"action": "cypher"}, False),
     ],
@@ -163,26 +182,60 @@ async def test_a_grouped_input_schema_holds_each_action_to_its_own_arguments(
     assert validator.is_valid(arguments) is valid, list(validator.iter_errors(arguments))
 
 
-async def test_the_grouped_list_is_a_third_of_full_and_the_core_list_smaller_still(
+async def test_what_the_model_reads_of_the_grouped_list_is_at_most_35_percent_of_full(
     gm: GraphMemory,
 ) -> None:
-    """Deterministic sizes (python -m eval mcp-tools measures and records them)."""
+    """Deterministic sizes (python -m eval mcp-tools measures and records them): the names,
+    descriptions and input schemas clients hand the model, and the whole tools/list result."""
     sizes = await measure_modes(gm)
-    full = sizes["full"]["bytes"]
-    assert sizes["grouped"]["bytes"] <= 0.35 * full
-    assert sizes["core"]["bytes"] <= 0.15 * full
-    assert sizes["grouped"]["model_visible_bytes"] <= 0.7 * sizes["full"]["model_visible_bytes"]
+    full = sizes["full"]
+    assert sizes["grouped"]["model_visible_bytes"] <= 0.35 * full["model_visible_bytes"]
+    assert sizes["core"]["model_visible_bytes"] <= 0.15 * full["model_visible_bytes"]
+    assert sizes["grouped"]["bytes"] <= 0.2 * full["bytes"]
+    assert sizes["core"]["bytes"] <= 0.15 * full["bytes"]
 
 
 async def test_a_grouped_schema_writes_a_shared_argument_once(gm: GraphMemory) -> None:
-    """`context` means the same to every knowledge action that takes it: its description is at the
-    root, and a branch only names it."""
+    """`context` means the same to every knowledge action that takes it: its hint and its type
+    are at the root, and an action's shape only names it."""
     schema = (await listed(gm, "grouped"))["knowledge"].input_schema
-    text = json.dumps(schema)
-    described = schema["properties"]["context"]["description"]
-    assert text.count(json.dumps(described)) == 1
-    branch = schema["then"]  # summarize_context, the first action
-    assert branch["properties"]["context"] == {}
+    assert schema["properties"]["context"] == {"description": "project or area", "type": "string"}
+    shape = schema["if"]  # summarize_context, the first action
+    assert shape["properties"] == {
+        "action": {"const": "summarize_context"},
+        "context": {},
+        "limit": {},
+        "detail": {},
+    }
+    assert shape["additionalProperties"] is False
+
+
+async def test_a_grouped_schema_carries_only_the_hints_of_its_group(gm: GraphMemory) -> None:
+    """The full tools' argument descriptions stay in full mode: a grouped schema's descriptions
+    are its group's hints, each on an argument the group takes."""
+    tools = await listed(gm, "grouped")
+    for group in GROUPS:
+        schema = tools[group.name].input_schema
+        described = {
+            name: prop["description"]
+            for name, prop in schema["properties"].items()
+            if "description" in prop
+        }
+        assert {**HINTS, **group.hints}.items() >= described.items(), group.name
+        assert set(group.hints) <= set(described), group.name
+        assert json.dumps(schema).count('"description"') == len(described), group.name
+
+
+async def test_actions_that_take_the_same_arguments_share_one_shape(gm: GraphMemory) -> None:
+    schema = (await listed(gm, "grouped"))["memory"].input_schema
+    shapes = []
+    node = schema
+    while isinstance(node, dict):
+        shapes.append(node["if"]["properties"]["action"])
+        node = node["else"]
+    assert node is False  # a call that matches no action's shape is refused
+    assert {"enum": ["get", "delete"]} in shapes
+    assert len(shapes) == len(GROUPS[0].actions) - 1
 
 
 # -- compact results -------------------------------------------------------------------------------

@@ -182,9 +182,13 @@ async def grouped_schemas_have_teeth(client: Driver, home: Path) -> None:
         {"action": "store", "content": "x", "importance": 2},
         {"action": "recall", "query": "q", "detail": "everything"},
         {"action": "forget"},
+        {"action": "delete", "id": "m"},  # a shape get and delete share
+        {"action": "delete", "id": "m", "content": "x"},
+        {"action": "stats"},
+        {"action": "stats", "id": "m"},
     ]
     valid = [(await client.send({"validate": schema, "value": c}))["valid"] for c in calls]
-    assert valid == [True, True, False, False, False, False, False]
+    assert valid == [True, True, False, False, False, False, False, True, False, True, False]
 
 
 def _free_port() -> int:
