@@ -116,7 +116,8 @@ def start_owner(home: Path) -> bool:
 
             with open(home / OWNER_LOG, "ab") as log:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "graphmem", "daemon", "run", "--home", str(home)],
+                    # -P: a graphmem folder in the working directory must not shadow this one
+                    [sys.executable, "-P", "-m", "graphmem", "daemon", "run", "--home", str(home)],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,

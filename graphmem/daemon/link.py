@@ -65,7 +65,8 @@ def start_owner(home: Path, *, timeout: float = 30.0) -> OwnerInfo:
             return info
         with open(home / LOG_FILE, "ab") as log_file:
             process = subprocess.Popen(
-                [sys.executable, "-m", "graphmem", "daemon", "run", "--home", str(home)],
+                # -P: a graphmem folder in the working directory must not shadow this one
+                [sys.executable, "-P", "-m", "graphmem", "daemon", "run", "--home", str(home)],
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=log_file,

@@ -209,7 +209,9 @@ def test_code_pieces_are_fenced_and_together_hold_the_code(
     elif _squash("".join(rows)):
         lines = [c.text.split("\n") for c in chunks]
         assert all(ls[0] == fence and ls[-1].startswith(closing) for ls in lines)
-        assert _squash("".join(r for ls in lines for r in ls[1:-1])) == _squash("".join(rows))
+        # a chunk may hold two pieces of the block when cutting a long row freed the room
+        code_rows = [r for ls in lines for r in ls if r != fence and not r.startswith(closing)]
+        assert _squash("".join(code_rows)) == _squash("".join(rows))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
