@@ -287,6 +287,7 @@ def test_steward_run_end_to_end_on_a_small_store(tmp_path: Path) -> None:
     }  # fmt: skip
 
 
+@pytest.mark.slow  # ~70 s; `python -m eval steward --load` runs it at scale
 def test_recall_is_timed_through_the_owner_idle_and_while_the_steward_runs(
     tmp_path: Path,
 ) -> None:
