@@ -11,6 +11,8 @@ from typing import Any, Protocol
 from graphmem.documents.models import (
     DocSearchResult,
     DocsIndexReport,
+    DocumentPage,
+    DocumentsOverview,
     RepoFile,
     RepoListing,
     RepoMatches,
@@ -191,6 +193,10 @@ class DocumentAPI(Protocol):
     ) -> DocSearchResult: ...
 
     def expand_section(self, path: str, section_key: str) -> SectionText: ...
+
+    def documents_overview(self, *, limit: int = 2000) -> DocumentsOverview: ...
+
+    def document_page(self, path: str) -> DocumentPage: ...
 
     def repo_list(
         self,

@@ -388,7 +388,8 @@ class GraphMemory(
     def cypher(
         self, query: str, params: Mapping[str, Any] | None = None, *, write: bool = False
     ) -> CypherResult:
-        """Run Cypher; read-only unless `write=True`."""
+        """Run a query in the storage engine's own dialect (Kùzu's Cypher today), for what no
+        named method answers; read-only unless `write=True`."""
         return self.store.cypher(query, dict(params or {}), write=write)
 
     def db_status(self) -> DbStatus:

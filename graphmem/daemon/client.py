@@ -107,6 +107,8 @@ class RemoteMemory:
     wait_for_extraction = _forward("wait_for_extraction")
     search_docs = _forward("search_docs")
     expand_section = _forward("expand_section")
+    documents_overview = _forward("documents_overview")
+    document_page = _forward("document_page")
     repo_list = _forward("repo_list")
     repo_read = _forward("repo_read")
     repo_search = _forward("repo_search")

@@ -52,8 +52,9 @@ READS = frozenset(
         "list_canonical_knowledge", "recall_canonical_knowledge", "summarize_project_context",
         "project_bank_view", "recall_as_of", "knowledge_timeline", "verification_candidates",
         "drift_scan", "list_entities", "recall_multihop", "search_docs", "expand_section",
-        "repo_list", "repo_read", "repo_search", "review_session_changes", "steward_inbox",
-        "steward_status", "steward_report", "conflicts_report",
+        "documents_overview", "document_page", "repo_list", "repo_read", "repo_search",
+        "review_session_changes", "steward_inbox", "steward_status", "steward_report",
+        "conflicts_report",
     }
 )  # fmt: skip
 KEYED_STORES = frozenset(

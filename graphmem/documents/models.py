@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from graphmem.models import DocHit, Model
+from graphmem.models import DocHit, Lifecycle, Model, UtcDateTime
 
 
 class SkippedFile(Model):
@@ -66,6 +66,51 @@ class SectionText(Model):
     subsections: list[SubSection] = Field(
         default_factory=list, description="sections under it, to expand next"
     )
+
+
+# -- what the store holds of its documents (the console's pages) -------------------------------
+
+
+class DocumentSummary(Model):
+    path: str
+    title: str | None = None
+    source_type: str | None = None
+    sections: int = Field(description="its sections; 0 for a file cited but not indexed")
+
+
+class DocumentsOverview(Model):
+    """Every document the store knows, indexed or only cited by a memory, by path."""
+
+    documents: list[DocumentSummary]
+
+
+class DocumentSection(Model):
+    section_key: str
+    title: str | None = None
+    level: int
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+class DocumentCitation(Model):
+    """A memory that cites the document, and the section it named."""
+
+    memory_id: str
+    title: str | None = None
+    content: str
+    lifecycle: Lifecycle
+    section: str | None = None
+
+
+class DocumentPage(Model):
+    """One document: its sections in reading order and the memories citing it, oldest first."""
+
+    path: str
+    title: str | None = None
+    source_type: str | None = None
+    indexed_at: UtcDateTime | None = None
+    sections: list[DocumentSection] = Field(default_factory=list)
+    cited_by: list[DocumentCitation] = Field(default_factory=list)
 
 
 # -- the file tools (graphmem.documents.repo) ------------------------------------------------

@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 from graphmem.documents.models import (
     DocSearchResult,
     DocsIndexReport,
+    DocumentPage,
+    DocumentsOverview,
+    DocumentSummary,
     RepoFile,
     RepoListing,
     RepoMatches,
@@ -265,3 +268,18 @@ class DocumentOps:
                 for s in sorted(below, key=lambda s: s.ord)
             ],
         )
+
+    def documents_overview(self, *, limit: int = 2000) -> DocumentsOverview:
+        """Every document the store knows, by path: the indexed ones and the files memories
+        cite without their being indexed."""
+        check_limit(limit, most=10_000)
+        rows = self.store.document_overview(limit=limit)
+        return DocumentsOverview(documents=[DocumentSummary.model_validate(r) for r in rows])
+
+    def document_page(self, path: str) -> DocumentPage:
+        """One document of the overview, by its path as listed there: its sections and the
+        memories that cite it."""
+        found = self.store.document_page(path)
+        if found is None:
+            raise NotFound(f"no indexed document {path!r}", path=path)
+        return DocumentPage.model_validate(found)

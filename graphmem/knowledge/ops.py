@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -44,6 +45,13 @@ from graphmem.models import (
     parse_time,
     utcnow,
 )
+from graphmem.storage.selection import (
+    LIVE,
+    NOT_ARCHIVED,
+    DueForReview,
+    MemorySelection,
+    Mentions,
+)
 
 if TYPE_CHECKING:
     from graphmem.api import Filters
@@ -55,6 +63,22 @@ R = TypeVar("R", bound=BaseModel)
 # what a record shares with a plain memory, and what a store call brings besides
 _COMMON = {"title", "tags", "context", "service", "importance", "created_at", *CALL_FIELDS}
 _VERIFY_STATUSES = ("verified", "failed", "needs_update")
+_REVIEW_DAYS = 90  # the review queue's canonical and important entries go stale after this
+# what each bank view holds (the review queue: also due for review, counted from now)
+_SHELVES = {
+    "decisions": MemorySelection(kinds=("decision",), lifecycles=LIVE),
+    "runbooks": MemorySelection(kinds=("runbook",), lifecycles=LIVE),
+    "incidents": MemorySelection(kinds=("incident", "postmortem"), lifecycles=LIVE),
+    "caveats": MemorySelection(
+        lifecycles=LIVE, mentions=Mentions(tags=("caveat", "gotcha", "pitfall", "warning"))
+    ),
+    "migrations": MemorySelection(
+        lifecycles=LIVE, mentions=Mentions(tags=("migration",), words=("migrat",))
+    ),
+    "dead_ends": MemorySelection(kinds=("dead_end",), lifecycles=NOT_ARCHIVED),
+    "canonical_overview": MemorySelection(lifecycles=("canonical",)),
+    "review_queue": MemorySelection(lifecycles=LIVE),
+}
 
 
 def _parse(model: type[R], fields: Mapping[str, Any]) -> R:
@@ -264,28 +288,11 @@ class KnowledgeOps:
         check_limit(limit)
         if view not in BANK_VIEWS:
             raise InvalidInput(f"unknown view {view!r}; known: {', '.join(BANK_VIEWS)}", view=view)
-        live = "m.lifecycle IN ['active', 'canonical']"
-        where = {
-            "decisions": f"m.kind = 'decision' AND {live}",
-            "runbooks": f"m.kind = 'runbook' AND {live}",
-            "incidents": f"m.kind IN ['incident', 'postmortem'] AND {live}",
-            "caveats": f"{live} AND any(t IN m.tags WHERE t IN ['caveat', 'gotcha', 'pitfall', "
-            "'warning'])",
-            "migrations": f"{live} AND (list_contains(m.tags, 'migration') OR "
-            "lower(m.content) CONTAINS 'migrat' OR lower(coalesce(m.title, '')) CONTAINS 'migrat')",
-            "dead_ends": "m.kind = 'dead_end' AND m.lifecycle <> 'archived'",
-            "canonical_overview": "m.lifecycle = 'canonical'",
-            "review_queue": f"{live} AND (m.verify_status IN ['failed', 'needs_update'] OR "
-            "((m.lifecycle = 'canonical' OR m.importance >= 0.7) AND "
-            "(m.verified_at IS NULL OR m.verified_at < $due)))",
-        }[view]
-        params: dict[str, Any] = (
-            {"due": utcnow() - timedelta(days=90)} if view == "review_queue" else {}
-        )
-        if context:
-            where += " AND m.context = $context"
-            params["context"] = context
-        memories = self.store.memories_where(where, params, limit=limit)
+        selection = replace(_SHELVES[view], context=context)
+        if view == "review_queue":
+            due = DueForReview(before=utcnow() - timedelta(days=_REVIEW_DAYS))
+            selection = replace(selection, due_for_review=due)
+        memories = self.store.select_memories(selection, limit=limit)
         return BankView(view=view, memories=memories)  # type: ignore[arg-type]
 
     # -- time -------------------------------------------------------------------------------

@@ -106,8 +106,8 @@ the embedding space in use and how many memories lack a vector. Use it to see wh
 holds before browsing or querying it."""
 
 CYPHER_DESCRIPTION = """\
-Run a READ-ONLY Cypher query on the underlying Kùzu graph, for questions the other tools cannot \
-answer (counts, groupings, scans over fields). Writes (CREATE, MERGE, SET, DELETE, ...) are \
+Run a READ-ONLY query on the graph in its storage engine's own dialect (Kùzu's Cypher), for \
+questions the other tools cannot answer (counts, groupings, scans over fields). Writes (CREATE, MERGE, SET, DELETE, ...) are \
 refused: change memories with the memory tools. Pass values as $parameters in `params`. Returns \
 `columns` and `rows`.
 

@@ -19,6 +19,7 @@ from pydantic import Field
 from graphmem.documents.redact import redact
 from graphmem.errors import InvalidInput
 from graphmem.models import Memory, Model, StoredMemory
+from graphmem.storage.selection import MemorySelection
 
 if TYPE_CHECKING:
     from graphmem.embeddings.base import Embedder
@@ -142,8 +143,8 @@ class CheckpointOps:
 
     def last_checkpoint(self, session_id: str) -> Memory | None:
         """The session's newest checkpoint."""
-        found = self.store.memories_where(
-            "m.kind = 'checkpoint' AND m.session_id = $session", {"session": session_id}, limit=1
+        found = self.store.select_memories(
+            MemorySelection(kinds=("checkpoint",), session_id=session_id), limit=1
         )
         return found[0] if found else None
 

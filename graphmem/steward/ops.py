@@ -242,7 +242,7 @@ class StewardOps(UpkeepOps):
             )  # fmt: skip
         FOREGROUND.step_aside()
         if "canonical" in wants:
-            verified = self._verified_ids([r.id for r in rows])
+            verified = self.store.verified_ids([r.id for r in rows])
             references = self.store.reference_counts()
             found += detect.canonical_candidates(rows, verified, references, policy)
         if "orphans" in wants and context is None and service is None:
@@ -257,13 +257,6 @@ class StewardOps(UpkeepOps):
         row_ids, matrix = self.store.vectors(space)
         rows = row_ids.rows(ids)
         return {i: matrix[r] for i, r in zip(ids, rows.tolist(), strict=True) if r >= 0}
-
-    def _verified_ids(self, ids: list[str]) -> set[str]:
-        rows = self.store.read(
-            "MATCH (m:Memory) WHERE m.id IN $ids AND m.verify_status = 'verified' RETURN m.id",
-            {"ids": ids},
-        )
-        return {r[0] for r in rows}
 
     # -- applying and undoing ------------------------------------------------------------------
 
@@ -404,11 +397,8 @@ class StewardOps(UpkeepOps):
                 if "entity" in before:
                     self.store.restore_entity(before["entity"])
                 if "item" in before:
-                    self.store.execute(
-                        "MATCH (r:ReviewItem {id: $id}) SET r.status = $status, r.note = NULL, "
-                        "r.resolved_at = NULL, r.resolved_by = NULL",
-                        before["item"],
-                    )
+                    item = before["item"]
+                    self.store.reopen_review_item(item["id"], status=item["status"])
                 if row["item"]:
                     self.store.set_finding(
                         row["item"],

@@ -27,6 +27,10 @@ from graphmem.storage.entity_index import EntityChange
 from graphmem.storage.pending import CHUNK_EXTRACT
 
 CHUNK_PREFIX = "Chk_"  # a space's chunk vectors, keyed by chunk id
+# the fields of the console's rows (graphmem.documents.models)
+_SUMMARY = ("path", "title", "source_type", "sections")
+_SECTION = ("section_key", "title", "level", "start_line", "end_line")
+_CITATION = ("memory_id", "title", "content", "lifecycle", "section")
 
 
 def chunk_table_for(space: EmbeddingSpace) -> str:
@@ -328,6 +332,43 @@ class DocumentRepository(EntityRepository):
             rel, title, newer = info[0]
             out.append((doc_path, rel or doc_path, title or rel or doc_path, newer))
         return out
+
+    # -- what the console shows -----------------------------------------------------------------
+
+    def document_overview(self, *, limit: int) -> list[dict[str, Any]]:
+        """Every Document node (indexed, or made by a citation), by path, with its count of
+        sections."""
+        rows = self.read(
+            "MATCH (d:Document) OPTIONAL MATCH (d)-[:HAS_SECTION]->(s:Section) "
+            "RETURN d.path, d.title, d.source_type, count(s) ORDER BY d.path LIMIT $limit",
+            {"limit": limit},
+        )
+        return [dict(zip(_SUMMARY, row, strict=True)) for row in rows]
+
+    def document_page(self, path: str) -> dict[str, Any] | None:
+        """The Document at `path`, its sections in reading order and the memories citing it,
+        oldest first; None when there is none."""
+        found = self.read(
+            "MATCH (d:Document {path: $p}) RETURN d.title, d.source_type, d.indexed_at", {"p": path}
+        )
+        if not found:
+            return None
+        sections = self.read(
+            "MATCH (d:Document {path: $p})-[:HAS_SECTION]->(s:Section) RETURN s.section_key, "
+            "s.title, s.level, s.start_line, s.end_line ORDER BY s.ord",
+            {"p": path},
+        )
+        cited = self.read(
+            "MATCH (m:Memory)-[c:CITES]->(d:Document {path: $p}) "
+            "RETURN m.id, m.title, m.content, m.lifecycle, c.section ORDER BY m.created_at",
+            {"p": path},
+        )
+        return {
+            "path": path,
+            **dict(zip(("title", "source_type", "indexed_at"), found[0], strict=True)),
+            "sections": [dict(zip(_SECTION, row, strict=True)) for row in sections],
+            "cited_by": [dict(zip(_CITATION, row, strict=True)) for row in cited],
+        }
 
     # -- entities in chunks ---------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from graphmem.storage.memories import (
     filter_clause,
     row_to_memory,
 )
+from graphmem.storage.selection import MemorySelection
 
 MAX_CHAIN = 30  # versions followed along SUPERSEDES (Kùzu's limit for a variable-length path)
 
@@ -260,11 +261,45 @@ class KnowledgeRepository(MemoryRepository):
         )
         return [row_to_memory(r) for r in rows]
 
-    def memories_where(self, where: str, params: dict[str, Any], *, limit: int) -> list[Memory]:
-        """Memories matching a WHERE over `m`, newest first (for the bank views)."""
+    def select_memories(self, selection: MemorySelection, *, limit: int) -> list[Memory]:
+        """The memories a selection names, newest first (the bank views, checkpoints)."""
+        params: dict[str, Any] = {"limit": limit}
         rows = self.read(
-            f"MATCH (m:Memory) WHERE {where} RETURN {RETURN_MEMORY} "
+            f"MATCH (m:Memory) WHERE {selection_clause(selection, params)} RETURN {RETURN_MEMORY} "
             "ORDER BY m.created_at DESC, m.id DESC LIMIT $limit",
-            {**params, "limit": limit},
+            params,
         )
         return [row_to_memory(r) for r in rows]
+
+
+def selection_clause(selection: MemorySelection, params: dict[str, Any]) -> str:
+    """A WHERE over `m` for the selection, its values added to `params`."""
+    conditions = []
+    for field, values in (("kind", selection.kinds), ("lifecycle", selection.lifecycles)):
+        if values is not None:
+            conditions.append(f"m.{field} IN $s_{field}")
+            params[f"s_{field}"] = list(values)
+    for field, value in (("context", selection.context), ("session_id", selection.session_id)):
+        if value is not None:
+            conditions.append(f"m.{field} = $s_{field}")
+            params[f"s_{field}"] = value
+    if (mentions := selection.mentions) is not None:
+        said = []
+        for i, tag in enumerate(mentions.tags):  # Kùzu takes no parameter inside any(...)
+            said.append(f"list_contains(m.tags, $s_tag{i})")
+            params[f"s_tag{i}"] = tag
+        for i, word in enumerate(mentions.words):
+            said.append(
+                f"lower(m.content) CONTAINS $s_word{i} "
+                f"OR lower(coalesce(m.title, '')) CONTAINS $s_word{i}"
+            )
+            params[f"s_word{i}"] = word.lower()
+        conditions.append(f"({' OR '.join(said) or 'false'})")
+    if (due := selection.due_for_review) is not None:
+        conditions.append(
+            "(m.verify_status IN ['failed', 'needs_update'] OR "
+            "((m.lifecycle = 'canonical' OR m.importance >= $s_importance) AND "
+            "(m.verified_at IS NULL OR m.verified_at < $s_before)))"
+        )
+        params["s_importance"], params["s_before"] = due.min_importance, due.before
+    return " AND ".join(conditions) or "true"

@@ -123,6 +123,14 @@ class SessionRepository(DocumentRepository):
             {"id": item_id, "status": status, "note": note, "at": utcnow(), "actor": actor},
         )
 
+    def reopen_review_item(self, item_id: str, *, status: str) -> None:
+        """Put an item back to `status`, unresolved (an undo of the steward's dismissal)."""
+        self.execute(
+            "MATCH (r:ReviewItem {id: $id}) SET r.status = $status, r.note = NULL, "
+            "r.resolved_at = NULL, r.resolved_by = NULL",
+            {"id": item_id, "status": status},
+        )
+
     def audit(
         self,
         *,

@@ -262,6 +262,14 @@ class StewardRepository(SessionRepository):
         )
         return int(rows[0][0])
 
+    def verified_ids(self, memory_ids: Sequence[str]) -> set[str]:
+        """Which of the memories were verified at their last check."""
+        rows = self.read(
+            "MATCH (m:Memory) WHERE m.id IN $ids AND m.verify_status = 'verified' RETURN m.id",
+            {"ids": list(memory_ids)},
+        )
+        return {r[0] for r in rows}
+
     def entity_sets(self, memory_ids: Sequence[str]) -> dict[str, set[str]]:
         """The entities each memory mentions: for many memories, every live memory's mentions
         in one scan (an `IN` list of thousands of ids costs Kùzu a comparison per id per row:

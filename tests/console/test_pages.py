@@ -56,6 +56,7 @@ def test_documents_list_their_sections_and_who_cites_them(console: str, seeded: 
     assert "docs/deploy.md" in client.get("/documents").text
     page = client.get("/document", params={"path": "docs/deploy.md"}).text
     assert "Rollback" in page and f"/console/memory/{seeded.new}" in page
+    assert re.search(r"indexed \d{4}-\d\d-\d\d \d\d:\d\d</p>", page)
     assert client.get("/document", params={"path": "nope.md"}).status_code == 404
 
 

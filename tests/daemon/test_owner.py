@@ -23,6 +23,7 @@ from graphmem.daemon.client import RemoteMemory, connect, start_owner, stop_owne
 from graphmem.daemon.owner import Owner
 from graphmem.daemon.paths import live_owner, owner_file
 from graphmem.daemon.protocol import METHODS
+from graphmem.documents.models import DocumentPage
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import Conflict, InvalidInput, NotFound, StoreLocked
 from graphmem.models import utcnow
@@ -200,6 +201,21 @@ def test_sedimentation_goes_through_the_owner(owner: Owner) -> None:
             remote.promote_sediment(settled, layer="bedrock")  # type: ignore[arg-type]
         with pytest.raises(NotFound):
             remote.demote_sediment("no-such-id")
+
+
+def test_the_documents_overview_and_a_document_page_come_through_the_owner(
+    owner: Owner,
+) -> None:
+    (owner.home.parent / "deploy.md").write_text("# Deploy\n\nArgoCD.\n\n## Rollback\n\nRevert.\n")
+    with client(owner) as remote:
+        remote.index_documents(["deploy.md"])
+        memory = remote.remember("Deploys go through ArgoCD")
+        remote.cite_source(memory.id, "deploy.md", section="rollback")
+        overview = remote.documents_overview()
+        page = remote.document_page("deploy.md")
+    assert [(d.path, d.sections) for d in overview.documents] == [("deploy.md", 2)]
+    assert isinstance(page, DocumentPage) and page.indexed_at is not None
+    assert [c.memory_id for c in page.cited_by] == [memory.id]
 
 
 def test_every_api_method_is_served_by_the_owner_and_forwarded_by_the_client() -> None:

@@ -87,3 +87,14 @@ def test_a_long_capture_keeps_its_newest_part() -> None:
 
 def test_strip_private_leaves_the_rest_of_the_text() -> None:
     assert strip_private("a <private>b</private> c </private>d") == "a  c d"
+
+
+def test_the_last_checkpoint_is_the_newest_of_that_session_and_of_that_kind(
+    gm: GraphMemory,
+) -> None:
+    gm.remember("first", kind="checkpoint", session_id="s-1", created_at="2024-05-01")
+    newer = gm.remember("second", kind="checkpoint", session_id="s-1", created_at="2024-05-02")
+    gm.remember("a note", session_id="s-1", created_at="2024-05-03")
+    gm.remember("elsewhere", kind="checkpoint", session_id="s-2", created_at="2024-05-04")
+    assert gm.last_checkpoint("s-1") == gm.get(newer.id)
+    assert gm.last_checkpoint("s-3") is None

@@ -391,6 +391,29 @@ def test_an_entity_nothing_names_is_pruned_and_undo_brings_it_back(gm: GraphMemo
     assert gm.cypher(names).rows == before
 
 
+def test_a_review_item_whose_memory_is_gone_is_dismissed_and_undo_reopens_it(
+    gm: GraphMemory,
+) -> None:
+    note = gm.remember("Note that the staging database listens on port 5433, not 5432")
+    plan = gm.close_session(
+        "Incident in staging.\n- Note that the staging database listens on port 5433, not 5432",
+        mode="incident", dry_run=False,
+    )  # fmt: skip
+    item = next(a.review_item for a in plan.actions if a.target == note.id)
+    gm.delete(note.id)
+
+    run = gm.steward_run("orphans", dry_run=False)
+    (finding,) = [f for f in run.findings if f.kind == "orphan_review_item"]
+    gm.steward_inbox_resolve(finding.id, "apply")
+    (dismissed,) = [i for i in gm.review_session_changes(status=None).items if i.id == item]
+    assert (dismissed.status, dismissed.resolved_by) == ("rejected", "steward")
+
+    gm.steward_undo(run.id)
+    (reopened,) = [i for i in gm.review_session_changes(status=None).items if i.id == item]
+    assert (reopened.status, reopened.note) == ("pending", None)
+    assert (reopened.resolved_at, reopened.resolved_by) == (None, None)
+
+
 # -- policy, status, report ----------------------------------------------------------------------
 
 
