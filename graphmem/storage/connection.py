@@ -1,4 +1,5 @@
 """KuzuConnection: the one Kùzu Database of a data dir, its lock, its transactions and its migrations.
+It runs LadybugDB, Kùzu's fork, the same way (`engines`): same API, same Cypher.
 
 Kùzu 0.11.3 allows one read-write Database per file (a second process gets "Could not set lock") and
 one write transaction per Database (a concurrent writer fails at once). So a store opens the file
@@ -23,23 +24,25 @@ import warnings
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-import kuzu
 import pyarrow as pa
 
 from graphmem.errors import InvalidInput, SchemaError, StorageError
 from graphmem.models import CypherResult, DbStatus, MigrationInfo, utcnow
 from graphmem.schema import Migration, migrations
+from graphmem.storage import engines
+from graphmem.storage.engines import Engine
 from graphmem.storage.entity_log import EntityLog
-from graphmem.storage.opening import DB_FILE as DB_FILE
 from graphmem.storage.opening import HOLDER_FILE as HOLDER_FILE
 from graphmem.storage.opening import MIN_BUFFER_POOL as MIN_BUFFER_POOL
-from graphmem.storage.opening import WAL_FILE as WAL_FILE
 from graphmem.storage.opening import WAL_SUFFIX as WAL_SUFFIX
 from graphmem.storage.opening import buffer_pool_bytes as buffer_pool_bytes
 from graphmem.storage.opening import open_database, release
 from graphmem.storage.values import jsonable, stored_params, type_key
+
+if TYPE_CHECKING:
+    import kuzu
 
 READ_CONNECTIONS = 4  # reads run beside the one writer, each on its own connection
 ALL_CORES = os.cpu_count() or 1  # what a read may use (Kùzu's own default)
@@ -68,9 +71,15 @@ class KuzuConnection:
     """One data dir's database; every method is safe to call from several threads."""
 
     def __init__(
-        self, home: Path, db: kuzu.Database, conn: kuzu.Connection, open_lock: int
+        self,
+        home: Path,
+        db: kuzu.Database,
+        conn: kuzu.Connection,
+        open_lock: int,
+        engine: Engine = engines.KUZU,
     ) -> None:
         self.home = home
+        self.engine = engine
         self._db: kuzu.Database | None = db
         self._open_lock = open_lock  # the fd holding opening.OPEN_LOCK, closed after the Database
         self._conn = conn
@@ -108,10 +117,13 @@ class KuzuConnection:
     # -- opening and closing ----------------------------------------------------------------
 
     @classmethod
-    def open(cls, home: Path, *, lock_timeout: float = 5.0) -> Self:
+    def open(cls, home: Path, *, lock_timeout: float = 5.0, engine: str | None = None) -> Self:
+        """Open `home` with its own engine; `engine` picks one for a new store, and is refused
+        (StorageError naming both) for a store of another engine."""
         home = Path(home)
-        db, open_lock = open_database(home, lock_timeout)
-        return cls(home, db, kuzu.Connection(db), open_lock)
+        chosen = engines.choose(home, engine)
+        db, open_lock = open_database(home, lock_timeout, chosen)
+        return cls(home, db, chosen.module().Connection(db), open_lock, chosen)
 
     def close(self) -> None:
         with self._lock:
@@ -119,6 +131,9 @@ class KuzuConnection:
                 return
             self._before_close()
             with self._readers_paused():  # wait for reads in flight
+                # a prepared statement holds its Database: LadybugDB frees the database's
+                # address space (1 TiB reserved) only once none is left
+                self._prepared.clear()
                 for conn in self._read_idle:
                     conn.close()
                 self._read_idle.clear()
@@ -238,7 +253,11 @@ class KuzuConnection:
                 self._reads_done += 1
                 self._read_gate.notify_all()
                 raise
-            conn = self._read_idle.pop() if self._read_idle else kuzu.Connection(self._db)
+            conn = (
+                self._read_idle.pop()
+                if self._read_idle
+                else self.engine.module().Connection(self._db)
+            )
             self._reading += 1
         try:
             conn.set_max_threads_for_exec(_threads())
@@ -308,6 +327,8 @@ class KuzuConnection:
                 self._checkpoint_at_commit = False
                 with self._readers_paused():
                     self.execute("COMMIT")
+                    if not self.engine.copy_commit_checkpoints:
+                        self._conn.execute("CHECKPOINT")
             else:
                 self.execute("COMMIT")
             self.write_generation += 1
@@ -351,7 +372,7 @@ class KuzuConnection:
         """After a write has committed: a failure here must not report the write as failed;
         the log stays complete and the next write tries again."""
         try:
-            due = (self.home / WAL_FILE).stat().st_size > CHECKPOINT_WAL_BYTES
+            due = (self.home / self.engine.wal_file).stat().st_size > CHECKPOINT_WAL_BYTES
         except OSError:  # no log: nothing written since the last checkpoint
             return
         if due:

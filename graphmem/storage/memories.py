@@ -590,5 +590,7 @@ class MemoryRepository(VectorTables, PendingWork):
             vectors=vectors,
             missing_vectors=max(total - vectors, 0),
             schema_version=self.migration_status().schema_version,
+            engine=self.engine.name,
+            engine_version=self.engine.version(),
             path=str(self.home),
         )

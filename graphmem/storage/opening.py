@@ -1,5 +1,5 @@
-"""Opening a data dir's Kùzu database: one process at a time, from before its open until after
-its close, and a record of who holds it.
+"""Opening a data dir's database (Kùzu's or LadybugDB's: `engines`): one process at a time, from
+before its open until after its close, and a record of who holds it.
 
 Kùzu 0.11.3 allows one read-write Database per file: a second process gets "Could not set
 lock". But it reads (and removes) the database's `.wal` and `.shadow` files before it takes that
@@ -20,16 +20,17 @@ import threading
 import time
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
-
-import kuzu
+from typing import TYPE_CHECKING, Any
 
 from graphmem.errors import StorageError, StoreLocked
 from graphmem.models import utcnow
+from graphmem.storage import engines
+from graphmem.storage.engines import Engine
 
-DB_FILE = "graph.kuzu"
+if TYPE_CHECKING:
+    import kuzu
+
 WAL_SUFFIX = ".wal"
-WAL_FILE = DB_FILE + WAL_SUFFIX
 MIN_BUFFER_POOL = 1 << 30
 HOLDER_FILE = "holder.json"
 OPEN_LOCK = "store.lock"  # held from before a Database opens until after it closed
@@ -40,12 +41,12 @@ _OPEN_HERE: set[Path] = set()
 _OPEN_HERE_LOCK = threading.Lock()
 
 
-def buffer_pool_bytes(home: Path) -> int:
+def buffer_pool_bytes(home: Path, engine: Engine = engines.KUZU) -> int:
     """Kùzu's page cache for this store: three times the database, at least 1 GiB; 0 (Kùzu's
     default, 80% of the machine's memory) when that is as much. Kùzu sets up its frames for the
     whole pool at every open: the default cost ~30 ms of each cold command on a 24 GiB machine."""
     size = 0
-    for name in (DB_FILE, WAL_FILE):
+    for name in (engine.db_file, engine.wal_file):
         with suppress(OSError):
             size += (home / name).stat().st_size
     try:
@@ -60,9 +61,12 @@ def _is_lock_error(exc: Exception) -> bool:
     return "Could not set lock" in str(exc)
 
 
-def open_database(home: Path, lock_timeout: float) -> tuple[kuzu.Database, int]:
+def open_database(
+    home: Path, lock_timeout: float, engine: Engine = engines.KUZU
+) -> tuple[kuzu.Database, int]:
     """The Database of `home` and the fd that holds its open lock: close the fd (release) only
-    after the Database. Waits up to `lock_timeout` s for another holder, then StoreLocked."""
+    after the Database. Waits up to `lock_timeout` s for another holder, then StoreLocked.
+    `engine` is the store's (`engines.choose`); a new store records it."""
     try:
         home.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -72,15 +76,18 @@ def open_database(home: Path, lock_timeout: float) -> tuple[kuzu.Database, int]:
     open_lock = _take_open_lock(home, deadline)
     delay = 0.05
     try:
+        module = engine.module()
+        engines.check_storage_version(home, engine)
         while True:
             try:
                 with _OPEN_HERE_LOCK:
                     if key in _OPEN_HERE:
                         raise RuntimeError("Could not set lock: already open in this process")
-                    db = kuzu.Database(
-                        str(home / DB_FILE),
+                    db = module.Database(
+                        str(home / engine.db_file),
                         auto_checkpoint=False,
-                        buffer_pool_size=buffer_pool_bytes(home),
+                        buffer_pool_size=buffer_pool_bytes(home, engine),
+                        **dict(engine.options),
                     )
                     _OPEN_HERE.add(key)
                 break
@@ -91,6 +98,12 @@ def open_database(home: Path, lock_timeout: float) -> tuple[kuzu.Database, int]:
                     raise locked_error(home) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+        if not (home / engines.RECORD).exists():
+            try:
+                engines.record(home, engine)
+            except OSError as exc:
+                db.close()
+                raise StorageError(f"cannot write {home / engines.RECORD}: {exc}") from exc
     except BaseException:
         os.close(open_lock)
         raise

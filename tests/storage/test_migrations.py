@@ -12,6 +12,7 @@ from graphmem.schema import migrations
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import SchemaError
 from graphmem.service import GraphMemory, open_store
+from graphmem.storage import engines
 from graphmem.storage.connection import KuzuConnection
 
 
@@ -60,6 +61,8 @@ def test_a_new_store_never_makes_the_index_a_later_migration_drops(
 def test_upgrading_a_store_with_the_old_full_text_index_drops_it_and_keeps_keyword_search(
     gm: GraphMemory, reopen: Callable[..., GraphMemory]
 ) -> None:
+    if gm.store.engine is not engines.KUZU:  # its stores never had the index
+        pytest.skip("only Kùzu stores made before migration 4 have Kùzu's full-text index")
     memory = gm.remember("the ledger service returned 502 after release v2")
     # the store as version 3 left it: Kùzu's index present, migration 4 not applied
     gm.cypher(

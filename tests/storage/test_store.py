@@ -21,7 +21,7 @@ from graphmem.errors import InvalidInput, StorageError, StoreLocked
 from graphmem.models import Memory, utcnow
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
-from graphmem.storage import connection
+from graphmem.storage import connection, engines
 from graphmem.storage.connection import HOLDER_FILE
 
 HOLDER = textwrap.dedent(
@@ -226,7 +226,7 @@ def test_checkpoints_of_a_growing_log_and_of_a_backup_wait_for_reads_in_flight(
         ids = [gm.remember(f"note {i} about the write-ahead log").id for i in range(20)]
         info = gm.backup(tmp_path / "backup")
     assert failures == []
-    assert not (gm.store.home / connection.WAL_FILE).exists(), "the last write checkpointed"
+    assert not (gm.store.home / gm.store.engine.wal_file).exists(), "the last write checkpointed"
     assert info.memories == 20
     assert gm.stats().total == 20
     assert gm.get(ids[-1]).content == "note 19 about the write-ahead log"
@@ -237,7 +237,7 @@ def test_a_log_left_past_the_threshold_is_checkpointed_after_the_next_commit_not
 ) -> None:
     monkeypatch.setattr(connection, "CHECKPOINT_WAL_BYTES", 1 << 40)
     gm.remember_many([{"content": f"note {i} written while the log grows"} for i in range(3)])
-    wal = gm.store.home / connection.WAL_FILE
+    wal = gm.store.home / gm.store.engine.wal_file
     assert wal.stat().st_size > 0
     monkeypatch.setattr(connection, "CHECKPOINT_WAL_BYTES", 0)
     with gm.store.transaction():
@@ -251,14 +251,17 @@ def test_kuzu_page_cache_follows_the_store_size_within_what_kuzu_would_take(
     tmp_path: Path,
 ) -> None:
     """Kùzu's default page cache is 80% of the machine's memory, set up at every open."""
-    assert connection.buffer_pool_bytes(tmp_path) == connection.MIN_BUFFER_POOL
-    with open(tmp_path / connection.DB_FILE, "wb") as db:
+    engine = engines.DEFAULT
+    assert connection.buffer_pool_bytes(tmp_path, engine) == connection.MIN_BUFFER_POOL
+    with open(tmp_path / engine.db_file, "wb") as db:
         db.truncate(600 << 20)  # sparse: the size is what counts
-    assert connection.buffer_pool_bytes(tmp_path) == max(connection.MIN_BUFFER_POOL, 1800 << 20)
+    assert connection.buffer_pool_bytes(tmp_path, engine) == max(
+        connection.MIN_BUFFER_POOL, 1800 << 20
+    )
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    with open(tmp_path / connection.DB_FILE, "wb") as db:
+    with open(tmp_path / engine.db_file, "wb") as db:
         db.truncate(memory)
-    assert connection.buffer_pool_bytes(tmp_path) == 0, "Kùzu's own default, not more"
+    assert connection.buffer_pool_bytes(tmp_path, engine) == 0, "Kùzu's own default, not more"
 
 
 def test_table_names_see_a_table_made_or_dropped_through_cypher(gm: GraphMemory) -> None:

@@ -1,0 +1,200 @@
+"""`graphmem migrate`: copy a store to another engine, losslessly and resumably.
+
+The two engines cannot be loaded in one process (`storage.engines`), so this process exports
+every table of the source to Parquet files in the new store's `.migrate/` folder, with a digest
+of each table's rows, and a child process of the target's engine loads them into the new store
+and digests them again. A run that stops anywhere starts again where it stopped: an exported
+table is in the manifest, a loaded one in `loaded.json`. The copy counts only when every table
+has the same rows and the same digest on both sides; then the Parquet files are removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from graphmem.daemon.link import start_lock, stop_owner
+from graphmem.daemon.paths import live_owner
+from graphmem.errors import Conflict, InvalidInput, StorageError
+from graphmem.models import MigrationReport, TableCopy
+from graphmem.settings import CONFIG_FILE, Settings
+from graphmem.storage import engines
+from graphmem.storage.copier import TableSpec, export_table, load_table, stored_digest, table_specs
+from graphmem.storage.store import KuzuStore
+
+WORK = ".migrate"
+MANIFEST = "manifest.json"
+LOADED = "loaded.json"
+Progress = Callable[[str, int, int], None]  # (what, done, of)
+
+
+def migrate(
+    settings: Settings,
+    target: Path,
+    to: str,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> MigrationReport:
+    """Copy the store at `settings.home` into `target` (new, or an unfinished copy) on the
+    engine `to`. The source is only read; with `force`, an owner serving it is stopped first."""
+    started = time.perf_counter()
+    if to not in engines.BY_NAME:
+        raise InvalidInput(f"unknown engine {to!r}: use one of {', '.join(engines.ENGINES)}")
+    source = settings.home
+    target = Path(target).expanduser().resolve()
+    if target == source.resolve() or source.resolve() in target.parents:
+        raise InvalidInput("the copy cannot go inside the store it copies", path=str(target))
+    if not engines.has_store(source):
+        raise InvalidInput(f"no store at {source}", path=str(source))
+    work = target / WORK
+    manifest = _manifest(work, source, to)
+    if manifest is None:
+        if target.exists() and any(target.iterdir()):
+            raise Conflict(
+                f"{target} exists and is neither empty nor an unfinished copy; choose a new path",
+                path=str(target),
+            )
+        manifest = {"source": str(source), "to": to, "tables": [], "exported": {}}
+    resumed = bool(manifest["exported"])
+    work.mkdir(parents=True, exist_ok=True)
+    with start_lock(source):
+        _export(settings, work, manifest, force=force, progress=progress)
+    loaded = _load_in_child(target, to, work, progress)
+    copies = []
+    for spec in manifest["tables"]:
+        name = spec["name"]
+        want, got = manifest["exported"][name], loaded.get(name)
+        if got != want:
+            raise StorageError(
+                f"the copy of table {name} differs: {want['rows']} rows exported, "
+                f"{got['rows'] if got else 'none'} loaded (digests {want['sha256'][:12]} / "
+                f"{got['sha256'][:12] if got else '-'}); the source is untouched",
+                table=name,
+            )
+        copies.append(TableCopy(table=name, rows=want["rows"], sha256=want["sha256"]))
+    if (source / CONFIG_FILE).is_file() and not (target / CONFIG_FILE).exists():
+        shutil.copy2(source / CONFIG_FILE, target / CONFIG_FILE)
+    shutil.rmtree(work)
+    return MigrationReport(
+        source=str(source),
+        target=str(target),
+        engine_from=manifest["from"],
+        engine_to=to,
+        tables=copies,
+        resumed=resumed,
+        seconds=round(time.perf_counter() - started, 2),
+    )
+
+
+def _manifest(work: Path, source: Path, to: str) -> dict[str, Any] | None:
+    """An unfinished copy's manifest, when it is a copy of `source` to `to`."""
+    try:
+        found: dict[str, Any] = json.loads((work / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StorageError(f"cannot read {work / MANIFEST}: {exc}", path=str(work)) from exc
+    if found.get("source") != str(source) or found.get("to") != to:
+        raise Conflict(
+            f"{work.parent} holds an unfinished copy of {found.get('source')} to "
+            f"{found.get('to')}, not of {source} to {to}",
+            path=str(work.parent),
+        )
+    return found
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _export(
+    settings: Settings,
+    work: Path,
+    manifest: dict[str, Any],
+    *,
+    force: bool,
+    progress: Progress | None,
+) -> None:
+    owner = live_owner(settings.home)
+    if owner is not None:
+        if not force:
+            raise Conflict(
+                f"store {settings.home} is served by owner process {owner.pid}; stop it "
+                "(`graphmem daemon stop`) or pass --force to stop it and copy",
+                pid=owner.pid,
+            )
+        stop_owner(settings.home)
+    store = KuzuStore.open(
+        settings.home, lock_timeout=settings.lock_timeout, engine=settings.engine
+    )
+    try:
+        manifest["from"] = store.engine.name
+        specs = table_specs(store)
+        manifest["tables"] = [spec.to_json() for spec in specs]
+        for done, spec in enumerate(specs):
+            if progress is not None:
+                progress(f"export {spec.name}", done, len(specs))
+            if spec.name not in manifest["exported"]:
+                digest = export_table(store, spec, work)
+                manifest["exported"][spec.name] = {"rows": digest.rows, "sha256": digest.sha256}
+                _save(work / MANIFEST, manifest)
+        _save(work / MANIFEST, manifest)
+    finally:
+        store.close()
+
+
+def _load_in_child(
+    target: Path, to: str, work: Path, progress: Progress | None
+) -> dict[str, dict[str, Any]]:
+    """Run `load` in a process of the target's engine, relaying its progress."""
+    command = [sys.executable, "-P", "-m", "graphmem.migration", str(target), to]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    for line in child.stdout:
+        step = json.loads(line)
+        if progress is not None:
+            progress(f"load {step['table']}", step["done"], step["of"])
+    error = child.stderr.read() if child.stderr else ""
+    if child.wait() != 0:
+        raise StorageError(
+            f"loading the copy into {target} failed (run the same command again to resume): "
+            f"{error.strip().splitlines()[-1] if error.strip() else child.returncode}",
+            path=str(target),
+        )
+    found: dict[str, dict[str, Any]] = json.loads((work / LOADED).read_text(encoding="utf-8"))
+    return found
+
+
+def load(target: Path, to: str) -> None:
+    """The child's half: load every exported table not loaded yet, digest it, say so."""
+    work = target / WORK
+    manifest = json.loads((work / MANIFEST).read_text(encoding="utf-8"))
+    loaded_path = work / LOADED
+    loaded = json.loads(loaded_path.read_text(encoding="utf-8")) if loaded_path.exists() else {}
+    specs = [TableSpec.from_json(data) for data in manifest["tables"]]
+    store = KuzuStore.open(target, engine=to)
+    try:
+        for done, spec in enumerate(specs):
+            print(json.dumps({"table": spec.name, "done": done, "of": len(specs)}), flush=True)
+            if spec.name in loaded:
+                continue
+            load_table(store, spec, work)
+            digest = stored_digest(store, spec)
+            loaded[spec.name] = {"rows": digest.rows, "sha256": digest.sha256}
+            _save(loaded_path, loaded)
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    load(Path(sys.argv[1]), sys.argv[2])

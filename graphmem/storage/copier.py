@@ -1,0 +1,172 @@
+"""Copying a store table by table between engines: its schema as the catalog states it, each
+table's rows as a Parquet file, and a digest of the rows to prove the copy whole.
+
+The source and the target engine never share a process (`engines`), so a copy is two halves:
+`export_table` in a process of the source's engine, `load_table` in one of the target's. Both
+read and write what the catalog says (`CALL show_tables()`, `table_info`, `show_connection`),
+so a table added by a later migration, or made at run time (a `Vec_<space>` table), copies
+without a line here changing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from graphmem.storage.connection import KuzuConnection
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A node table (with its primary key) or a rel table (with its FROM/TO pairs)."""
+
+    name: str
+    kind: str  # "NODE" | "REL"
+    columns: tuple[Column, ...]
+    primary_key: str | None = None
+    pairs: tuple[tuple[str, str, str, str], ...] = field(default=())  # from, to, from_pk, to_pk
+
+    def ddl(self) -> str:
+        cols = ", ".join(f"`{c.name}` {c.type}" for c in self.columns)
+        if self.kind == "NODE":
+            return f"CREATE NODE TABLE `{self.name}`({cols}, PRIMARY KEY(`{self.primary_key}`))"
+        ends = ", ".join(f"FROM `{a}` TO `{b}`" for a, b, _, _ in self.pairs)
+        return f"CREATE REL TABLE `{self.name}`({ends}{', ' + cols if cols else ''})"
+
+    def files(self) -> list[str]:
+        """The Parquet files of this table: one, or one per FROM/TO pair of a rel table."""
+        if self.kind == "NODE":
+            return [f"{self.name}.parquet"]
+        return [f"{self.name}.{a}.{b}.parquet" for a, b, _, _ in self.pairs]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TableSpec:
+        return cls(
+            name=data["name"],
+            kind=data["kind"],
+            columns=tuple(Column(**c) for c in data["columns"]),
+            primary_key=data.get("primary_key"),
+            pairs=tuple(tuple(p) for p in data.get("pairs", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Digest:
+    rows: int
+    sha256: str
+
+
+def table_specs(store: KuzuConnection) -> list[TableSpec]:
+    """Every table of the store, node tables first (rels name them), each in name order."""
+    specs = []
+    for name, kind in store.execute("CALL show_tables() RETURN name, type"):
+        info = store.execute(f"CALL table_info('{name}') RETURN *")
+        columns = tuple(Column(row[1], row[2]) for row in info)
+        if kind == "NODE":
+            key = next(row[1] for row in info if row[-1] is True)
+            specs.append(TableSpec(name, kind, columns, primary_key=key))
+        else:
+            pairs = tuple(
+                (a, b, pa_, pb)
+                for a, b, pa_, pb in store.execute(f"CALL show_connection('{name}') RETURN *")
+            )
+            specs.append(TableSpec(name, kind, columns, pairs=pairs))
+    return sorted(specs, key=lambda s: (s.kind != "NODE", s.name))
+
+
+def _rows(store: KuzuConnection, spec: TableSpec) -> list[pa.Table]:
+    """The table's rows, one arrow table per file, columns named as the table's."""
+    names = [c.name for c in spec.columns]
+    if spec.kind == "NODE":
+        fields = ", ".join(f"n.`{c}`" for c in names)
+        table = store.read_arrow(f"MATCH (n:`{spec.name}`) RETURN {fields}")
+        return [table.rename_columns(names)]
+    found = []
+    for a, b, key_a, key_b in spec.pairs:
+        fields = "".join(f", r.`{c}`" for c in names)
+        table = store.read_arrow(
+            f"MATCH (a:`{a}`)-[r:`{spec.name}`]->(b:`{b}`) RETURN a.`{key_a}`, b.`{key_b}`{fields}"
+        )
+        found.append(table.rename_columns(["from", "to", *names]))
+    return found
+
+
+def export_table(store: KuzuConnection, spec: TableSpec, folder: Path) -> Digest:
+    """Write the table's Parquet file(s) into `folder`; returns the digest of its rows."""
+    tables = _rows(store, spec)
+    for table, name in zip(tables, spec.files(), strict=True):
+        tmp = folder / f".{name}.tmp"
+        pq.write_table(table, tmp)
+        tmp.replace(folder / name)  # a file under its name is whole
+    return digest(spec, tables)
+
+
+def load_table(store: KuzuConnection, spec: TableSpec, folder: Path) -> None:
+    """Replace the table's rows by those of its Parquet file(s), in one transaction; the
+    table is made first when the store lacks it."""
+    if spec.name not in store.table_names():
+        store.execute(spec.ddl())
+        store.schema_changed()
+    with store.transaction():
+        if spec.kind == "NODE":
+            store.execute(f"MATCH (n:`{spec.name}`) DETACH DELETE n")
+            store.execute(f"COPY `{spec.name}` FROM '{folder / spec.files()[0]}'")
+        else:
+            store.execute(f"MATCH ()-[r:`{spec.name}`]->() DELETE r")
+            for (a, b, _, _), name in zip(spec.pairs, spec.files(), strict=True):
+                if pq.read_metadata(folder / name).num_rows:
+                    store.execute(
+                        f"COPY `{spec.name}` FROM '{folder / name}' (from='{a}', to='{b}')"
+                    )
+        store.checkpoint_at_commit()
+
+
+def stored_digest(store: KuzuConnection, spec: TableSpec) -> Digest:
+    return digest(spec, _rows(store, spec))
+
+
+def digest(spec: TableSpec, tables: list[pa.Table]) -> Digest:
+    """Rows and a hash of the table's content that does not depend on row order, chunking or
+    the engine: node rows in key order, each column in a canonical form (vectors as their
+    float32 bytes); rel rows as sorted JSON lines."""
+    hasher = hashlib.sha256()
+    rows = 0
+    for table in tables:
+        rows += table.num_rows
+        if spec.kind == "NODE":
+            table = table.sort_by(spec.primary_key or table.column_names[0]).combine_chunks()
+            for name in table.column_names:
+                hasher.update(name.encode() + b"\0")
+                hasher.update(_column_bytes(table.column(name)))
+        else:
+            lines = sorted(
+                json.dumps(row, default=str, sort_keys=True) for row in table.to_pylist()
+            )
+            hasher.update("\n".join(lines).encode())
+    return Digest(rows, hasher.hexdigest())
+
+
+def _column_bytes(column: pa.ChunkedArray) -> bytes:
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    valid = np.asarray(array.is_valid()).tobytes()
+    if pa.types.is_fixed_size_list(array.type):
+        values = array.flatten().to_numpy(zero_copy_only=False)
+        return valid + np.ascontiguousarray(values).tobytes()
+    return valid + json.dumps(array.to_pylist(), default=str).encode()
