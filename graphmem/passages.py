@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from graphmem.indexes.columns import SPEAKER
 from graphmem.models import Memory
-from graphmem.storage.columns import SPEAKER
 
 MAX_PASSAGES = 16  # a longer memory's sentences are grouped into this many passages
 SEPARATOR = "#"  # a passage's id is its memory's id, this, and its number

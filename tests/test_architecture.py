@@ -217,6 +217,14 @@ def test_transports_neither_write_cypher_nor_touch_storage(path: Path) -> None:
     assert ".execute(" not in path.read_text(encoding="utf-8"), f"{path.name} runs queries"
 
 
+def test_the_search_state_knows_no_store_and_no_engine() -> None:
+    """graphmem/indexes is built from the store's reads and kept current by its writes; it
+    must not reach back into the store, so that any engine can feed it."""
+    for path in sorted((ROOT / "graphmem" / "indexes").glob("*.py")):
+        reached = {name for name in _imports(path) if name.startswith("graphmem.storage")}
+        assert not reached, f"{path.relative_to(ROOT)} imports {sorted(reached)}"
+
+
 def test_core_never_reads_the_environment() -> None:
     allowed = {"settings.py", "common.py"}  # entry points build settings
     for path in SOURCES:

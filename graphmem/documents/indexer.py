@@ -28,8 +28,8 @@ from graphmem.documents.redact import redact
 from graphmem.embeddings.base import Embedder
 from graphmem.errors import InvalidInput
 from graphmem.ids import new_id
+from graphmem.indexes.doc_index import ChunkInfo, DocInfo, SectionInfo
 from graphmem.settings import Settings
-from graphmem.storage.doc_index import ChunkInfo, DocInfo, SectionInfo
 from graphmem.storage.documents import DocumentWrite, IndexedDocument
 from graphmem.storage.store import KuzuStore
 from graphmem.text import index_text

@@ -20,8 +20,8 @@ from graphmem.documents.models import (
     SubSection,
 )
 from graphmem.errors import EmbeddingError, InvalidInput, NotFound, check_limit
+from graphmem.indexes.doc_index import SectionInfo
 from graphmem.models import MemoryFilter, RecallResult, RecallWarning, ScopedHit
-from graphmem.storage.doc_index import SectionInfo
 
 if TYPE_CHECKING:
     from graphmem.documents.guard import PathGuard

@@ -19,10 +19,10 @@ from graphmem.documents.classify import query_intent
 from graphmem.documents.roles import section_role, wanted_roles
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput
+from graphmem.indexes.doc_index import ChunkInfo, DocumentIndex
+from graphmem.indexes.keywords import query_terms, stem
 from graphmem.models import DocHit
 from graphmem.recall.pipeline import scaled
-from graphmem.storage.doc_index import ChunkInfo, DocumentIndex
-from graphmem.storage.keywords import query_terms, stem
 from graphmem.storage.store import KuzuStore
 from graphmem.text import query_text, tokens
 

@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from graphmem.graph.models import PathStep
+from graphmem.indexes.entity_index import EntityIndex, grouped, rows_of
 from graphmem.models import Memory
 from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
-from graphmem.storage.entity_index import EntityIndex, grouped, rows_of
 from graphmem.storage.store import KuzuStore
 
 MAX_MEMORIES = 700  # memories the walk may gather (LoCoMo dev R@10 the same as with 1,500)
@@ -270,7 +270,7 @@ def label(memory: Memory) -> str:
 
 def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph:
     """Breadth-first from the seeds: one memory-to-memory hop per round, over the store's
-    in-process entity index (storage/entity_index.py), a round's mentions and facts at once."""
+    in-process entity index (indexes/entity_index.py), a round's mentions and facts at once."""
     index = store.entity_index(while_extracting=True)
     walk = index.walk
     sub = Subgraph(index)

@@ -16,11 +16,11 @@ import numpy as np
 import numpy.typing as npt
 
 from graphmem.embeddings.base import EmbeddingSpace
+from graphmem.indexes.columns import ScoringRow
+from graphmem.indexes.row_ids import RowIds
 from graphmem.models import Hit, MemoryFilter, RecallWarning, stored_time, utcnow
 from graphmem.recall.config import RecallConfig
 from graphmem.recall.query import ParsedQuery, parse_query
-from graphmem.storage.columns import ScoringRow
-from graphmem.storage.row_ids import RowIds
 from graphmem.storage.store import KuzuStore
 from graphmem.storage.vectors import PassageMatch
 from graphmem.text import content_terms, query_text, tokens

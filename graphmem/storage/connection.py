@@ -147,12 +147,24 @@ class KuzuConnection:
 
     # -- executing --------------------------------------------------------------------------
 
-    def execute(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        """Run one statement and return its rows; Kùzu errors become StorageError."""
+    def execute(
+        self,
+        query: str,
+        params: dict[str, Any] | None = None,
+        *,
+        entity_graph: bool = False,
+    ) -> list[list[Any]]:
+        """Run one statement and return its rows; Kùzu errors become StorageError.
+
+        `entity_graph`: the statement writes the entity graph the multi-hop walk reads
+        (mentions, facts and their sources, entities and aliases, versions, or memories deleted
+        with their edges), so the in-process entity index must learn of it (`EntityLog`)."""
         with self._lock:
             if self._db is None:
                 raise StorageError("store is closed", path=str(self.home))
-            self.entity_log.statement(query, commits=not self._in_txn)
+            if entity_graph:
+                self.entity_log.changing()
+            self.entity_log.statement(commits=not self._in_txn)
             try:
                 result = self._run(self._conn, query, params)
             except RuntimeError as exc:
@@ -165,12 +177,19 @@ class KuzuConnection:
                 self.entity_log.committed()
             return rows
 
-    def execute_each(self, query: str, rows: Sequence[dict[str, Any]], **shared: Any) -> None:
+    def execute_each(
+        self,
+        query: str,
+        rows: Sequence[dict[str, Any]],
+        *,
+        entity_graph: bool = False,
+        **shared: Any,
+    ) -> None:
         """Run a write once per row (prepared once), with the row's values and `shared` as
         parameters: for patterns that match several node tables by key, which Kùzu runs from
         an UNWIND as joins over whole tables."""
         for row in rows:
-            self.execute(query, {**shared, **row})
+            self.execute(query, {**shared, **row}, entity_graph=entity_graph)
 
     def _run(self, conn: kuzu.Connection, query: str, params: dict[str, Any] | None) -> Any:
         """Execute with a prepared statement kept per connection: Kùzu spends several

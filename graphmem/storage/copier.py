@@ -126,7 +126,7 @@ def load_table(store: KuzuConnection, spec: TableSpec, folder: Path) -> None:
         store.schema_changed()
     with store.transaction():
         if spec.kind == "NODE":
-            store.execute(f"MATCH (n:`{spec.name}`) DETACH DELETE n")
+            store.execute(f"MATCH (n:`{spec.name}`) DETACH DELETE n", entity_graph=True)
             store.execute(f"COPY `{spec.name}` FROM '{folder / spec.files()[0]}'")
         else:
             store.execute(f"MATCH ()-[r:`{spec.name}`]->() DELETE r")

@@ -1,5 +1,5 @@
 """Documents in Kùzu: a file's Document node, its Section tree and its Chunks, written one file per
-transaction, and the in-process structures document search reads (graphmem.storage.doc_index).
+transaction, and the in-process structures document search reads (graphmem.indexes.doc_index).
 
 A changed file is replaced whole in one transaction, so a run killed at any point leaves every file
 either as it was indexed before or as it is now. Chunk ids carry the hash of their text, so a chunk
@@ -20,10 +20,10 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from graphmem.embeddings.base import EmbeddingSpace
+from graphmem.indexes.doc_index import ChunkInfo, DocInfo, DocumentIndex, SectionInfo
+from graphmem.indexes.entity_index import EntityChange
 from graphmem.models import utcnow
-from graphmem.storage.doc_index import ChunkInfo, DocInfo, DocumentIndex, SectionInfo
 from graphmem.storage.entities import EntityRepository, EntityRow, Mention
-from graphmem.storage.entity_index import EntityChange
 from graphmem.storage.pending import CHUNK_EXTRACT
 
 CHUNK_PREFIX = "Chk_"  # a space's chunk vectors, keyed by chunk id
@@ -163,8 +163,16 @@ class DocumentRepository(EntityRepository):
             self.after_commit(update)
 
     def _drop_structure(self, uids: Sequence[str]) -> None:
-        self.execute("MATCH (c:Chunk) WHERE c.doc IN $u DETACH DELETE c", {"u": list(uids)})
-        self.execute("MATCH (s:Section) WHERE s.doc IN $u DETACH DELETE s", {"u": list(uids)})
+        self.execute(
+            "MATCH (c:Chunk) WHERE c.doc IN $u DETACH DELETE c",
+            {"u": list(uids)},
+            entity_graph=True,
+        )
+        self.execute(
+            "MATCH (s:Section) WHERE s.doc IN $u DETACH DELETE s",
+            {"u": list(uids)},
+            entity_graph=True,
+        )
 
     def _insert_sections(
         self, uids: Sequence[str], sections: Sequence[SectionInfo], parents: dict[str, str]
@@ -254,7 +262,11 @@ class DocumentRepository(EntityRepository):
                 "at: c.at}]->(d)",
                 {"old": old_path, "new": doc.path},
             )
-            self.execute("MATCH (o:Document {path: $old}) DETACH DELETE o", {"old": old_path})
+            self.execute(
+                "MATCH (o:Document {path: $old}) DETACH DELETE o",
+                {"old": old_path},
+                entity_graph=True,
+            )
             self.content_changed()
 
             def update() -> None:
@@ -304,6 +316,7 @@ class DocumentRepository(EntityRepository):
             self.execute(
                 "MATCH (:Document)-[s:SUPERSEDES]->(:Document) WHERE s.reason = $by DELETE s",
                 {"by": stated_by},
+                entity_graph=True,
             )
             if pairs:
                 self.execute(
@@ -311,6 +324,7 @@ class DocumentRepository(EntityRepository):
                     "MERGE (n)-[s:SUPERSEDES]->(o) SET s.reason = $by, s.at = $at",
                     {"pairs": [{"n": n, "o": o} for n, o in pairs], "by": stated_by,
                      "at": utcnow()},
+                    entity_graph=True,
                 )  # fmt: skip
 
     def document_chain(self, path: str) -> list[tuple[str, str, str, str | None]]:
@@ -431,6 +445,7 @@ class DocumentRepository(EntityRepository):
                     "UNWIND $rows AS r MATCH (c:Chunk {id: r.memory_id}), (e:Entity {id: r.entity_id}) "
                     "CREATE (c)-[:MENTIONS {name: r.name, extractor: $x}]->(e)",
                     {"rows": [asdict(m) for m in mentions], "x": extractor},
+                    entity_graph=True,
                 )
             self.execute(
                 "MATCH (c:Chunk) WHERE c.id IN $ids SET c.extracted_by = $x",
@@ -448,8 +463,24 @@ class DocumentRepository(EntityRepository):
             return index
         with self._lock:
             if self._doc_index is None:
-                self._doc_index = DocumentIndex.load(self.read_tuples)
+                self._doc_index = DocumentIndex.load(*self.document_rows())
             return self._doc_index
+
+    def document_rows(self) -> tuple[list[tuple[Any, ...]], ...]:
+        """What `DocumentIndex.load` is built from: indexed documents, sections, chunks."""
+        docs = self.read_tuples(
+            "MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL "
+            "RETURN d.uid, d.path, d.root, d.rel, d.title, d.source_type"
+        )
+        sections = self.read_tuples(
+            "MATCH (s:Section) RETURN s.key, s.doc, s.section_key, s.title, s.level, "
+            "s.breadcrumb, s.ord, s.start_line, s.end_line"
+        )
+        chunks = self.read_tuples(
+            "MATCH (c:Chunk) RETURN c.id, c.doc, c.section, c.ord, c.text, c.start_line, "
+            "c.end_line, c.search_text"
+        )
+        return docs, sections, chunks
 
     def nearest_chunks(
         self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], top: int

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from graphmem.errors import InvalidInput, NotFound
-from graphmem.storage.entity_index import EntityChange
+from graphmem.indexes.entity_index import EntityChange
 from graphmem.storage.entity_reads import EntityReads
 from graphmem.storage.pending import EXTRACT
 
@@ -136,6 +136,7 @@ class EntityRepository(EntityReads):
                 "CREATE (m)-[:MENTIONS {name: $name, extractor: $x}]->(e)",
                 [asdict(m) for m in mentions],
                 x=extractor,
+                entity_graph=True,
             )
             created = self._put_facts(facts, extractor=extractor, at=at)
             self.execute_each(
@@ -144,6 +145,7 @@ class EntityRepository(EntityReads):
                 [asdict(p) for p in provenance],
                 x=extractor,
                 at=at,
+                entity_graph=True,
             )
             if not removed:  # else the index reads the graph again
                 subjects = {f.id: f.subject_id for f in facts}
@@ -187,6 +189,7 @@ class EntityRepository(EntityReads):
                         {"id": f.id, "confidence": f.confidence} for f in facts if f.id in known
                     ]
                 },
+                entity_graph=True,
             )
         created = [f for f in facts if f.id not in known]
         self.execute_each(
@@ -197,6 +200,7 @@ class EntityRepository(EntityReads):
             [asdict(f) for f in created],
             x=extractor,
             at=at,
+            entity_graph=True,
         )
         return created
 
@@ -210,11 +214,13 @@ class EntityRepository(EntityReads):
                 "ON CREATE SET e.name = r.name, e.norm = r.norm, e.key = r.key, "
                 "e.label = r.label, e.created_at = $at",
                 {"rows": [asdict(e) for e in entities], "at": at},
+                entity_graph=True,
             )
         if aliases:
             self.execute(
                 "UNWIND $rows AS r MERGE (a:EntityAlias {norm: r.norm}) SET a.entity = r.entity",
                 {"rows": [{"norm": n, "entity": e} for n, e in aliases.items()]},
+                entity_graph=True,
             )
 
     def delete_memory(self, memory_id: str) -> None:
@@ -230,17 +236,20 @@ class EntityRepository(EntityReads):
             "UNWIND $ids AS i MATCH (m:Memory {id: i})-[r:MENTIONS]->(:Entity) DELETE r "
             "RETURN count(*)",
             {"ids": memory_ids},
+            entity_graph=True,
         )
         orphans = self.execute(
             "UNWIND $ids AS i MATCH (f:Fact)-[r:EXTRACTED_FROM]->(m:Memory {id: i}) "
             "DELETE r RETURN DISTINCT f.id",
             {"ids": memory_ids},
+            entity_graph=True,
         )
         if orphans:
             self.execute(
                 "UNWIND $f AS i MATCH (f:Fact {id: i}) "
                 "WHERE NOT EXISTS { MATCH (f)-[:EXTRACTED_FROM]->() } DETACH DELETE f",
                 {"f": [r[0] for r in orphans]},
+                entity_graph=True,
             )
         return bool(mentions and mentions[0][0]) or bool(orphans)
 
@@ -337,17 +346,22 @@ class EntityRepository(EntityReads):
                     f"MATCH {pattern}, (p:Entity {{id: $p}}) WHERE d.id IN $d "
                     f"MERGE (m)-[x:{rel}]->(p){keep} RETURN count(*)",
                     {"p": primary, "d": dupes},
+                    entity_graph=True,
                 )
                 moved += int(rows[0][0]) if rows else 0
             self.execute(
                 "MATCH (a:EntityAlias) WHERE a.entity IN $d SET a.entity = $p",
                 {"p": primary, "d": dupes},
+                entity_graph=True,
             )
             self.execute(
                 "UNWIND $d AS dup MERGE (a:EntityAlias {norm: dup}) SET a.entity = $p",
                 {"p": primary, "d": dupes},
+                entity_graph=True,
             )
-            self.execute("MATCH (e:Entity) WHERE e.id IN $d DETACH DELETE e", {"d": dupes})
+            self.execute(
+                "MATCH (e:Entity) WHERE e.id IN $d DETACH DELETE e", {"d": dupes}, entity_graph=True
+            )
         return moved
 
     # -- reads --------------------------------------------------------------------------------

@@ -1,29 +1,22 @@
 """Which commits changed the entity graph, and what the writers said they changed, so that the
-in-process entity index (storage/entity_index.py) knows when it is stale and can take a change
+in-process entity index (indexes/entity_index.py) knows when it is stale and can take a change
 in instead of reading the whole graph again.
 
-A write to the graph is seen by its query (`ENTITY_GRAPH` and `WRITES`). Inside `describing`,
-the writer appends what it changes (`EntityChange`s); a write outside it, or a describing block
-that appends nothing, makes the commit's change unknown. `begun` runs ahead of `generation`
+Every write to the graph says so (`changing`, called by the store's writers of mentions, facts
+and where they came from, entities and their aliases, versions, and memories deleted with their
+edges; a test holds each writer to it). Inside `describing`, the writer also appends what it
+changes (`EntityChange`s); a change outside it, or a describing block that appends nothing,
+makes the commit's change unknown. A caller's own Cypher write is an unknown change. `begun` runs ahead of `generation`
 while such a commit runs: what it changes is visible to readers before the generation says so,
 and a read of the graph taken meanwhile cannot tell which changes it holds.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-# a statement that writes (WRITES) and names one of these changes the entity graph the
-# multi-hop walk reads: mentions, facts and where they came from, entities and their aliases,
-# versions, or a memory deleted with its edges. Erring towards "changed" only costs a read.
-ENTITY_GRAPH = re.compile(
-    r"MENTIONS|SUPERSEDES|SUBJECT|OBJECT|EXTRACTED_FROM|:Entity\b|:EntityAlias\b|:Fact\b"
-    r"|DETACH DELETE"
-)
-WRITES = re.compile(r"\b(CREATE|MERGE|DELETE|SET|COPY)\b")
 KEPT = 64  # commits whose changes are kept
 
 
@@ -38,12 +31,14 @@ class EntityLog:
         self._described: list[Any] | None = []  # this transaction's changes, None: unknown
         self._describing = False
 
-    def statement(self, query: str, *, commits: bool) -> None:
+    def changing(self) -> None:
+        """The next statements change the entity graph."""
+        self._changed = True
+        if not self._describing:
+            self._described = None
+
+    def statement(self, *, commits: bool) -> None:
         """A statement is about to run; `commits`: outside a transaction (or the COMMIT)."""
-        if ENTITY_GRAPH.search(query) and WRITES.search(query):
-            self._changed = True
-            if not self._describing:
-                self._described = None
         if commits and self._changed:
             self.begun += 1
 

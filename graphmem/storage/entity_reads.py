@@ -1,6 +1,6 @@
 """Reads of the entity graph that recall and the multi-hop walk make on every query: who
 mentions what, facts, versions, and the answer hop's people, from the in-process entity index
-(storage/entity_index.py), or from the store by key when that index is out of date and reading
+(indexes/entity_index.py), or from the store by key when that index is out of date and reading
 it again would cost more than the question.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from graphmem.heap import settled
-from graphmem.storage.entity_index import EntityIndex
+from graphmem.indexes.entity_index import EntityIndex
 from graphmem.storage.knowledge import KnowledgeRepository
 
 _Row = TypeVar("_Row", bound=tuple[str, ...])

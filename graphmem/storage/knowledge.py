@@ -64,6 +64,7 @@ class KnowledgeRepository(MemoryRepository):
                     "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) "
                     "MERGE (n)-[s:SUPERSEDES]->(o) SET s.at = $at, s.reason = $reason",
                     {"new": new_id, "old": old_id, "at": at, "reason": reason},
+                    entity_graph=True,
                 )
             self.execute(
                 "MATCH (o:Memory {id: $id}) SET o.lifecycle = $state, o.lifecycle_reason = $reason, "

@@ -21,8 +21,7 @@ from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.heap import settled
 from graphmem.idempotency import StoreKey
-from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
-from graphmem.storage.columns import (
+from graphmem.indexes.columns import (
     COLUMNS,
     FIELDS,
     MEMORY_FIELDS,
@@ -32,9 +31,10 @@ from graphmem.storage.columns import (
     ScoringRow,
     memory_from_values,
 )
-from graphmem.storage.keywords import KeywordIndex
+from graphmem.indexes.keywords import KeywordIndex
+from graphmem.indexes.search_cache import MIN_MEMORIES
+from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
 from graphmem.storage.pending import EXTRACT, PASSAGES, PendingWork
-from graphmem.storage.search_cache import MIN_MEMORIES
 from graphmem.storage.vectors import COPY_MIN_ROWS, PassageVectors, VectorTables
 from graphmem.text import index_text
 
@@ -408,7 +408,9 @@ class MemoryRepository(VectorTables, PendingWork):
     def delete_memory(self, memory_id: str) -> None:
         with self.transaction():
             found = self.execute(
-                "MATCH (m:Memory {id: $id}) DETACH DELETE m RETURN count(*)", {"id": memory_id}
+                "MATCH (m:Memory {id: $id}) DETACH DELETE m RETURN count(*)",
+                {"id": memory_id},
+                entity_graph=True,
             )
             if not found or not found[0][0]:
                 raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)

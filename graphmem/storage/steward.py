@@ -420,8 +420,14 @@ class StewardRepository(SessionRepository):
 
     def delete_entity(self, entity_id: str) -> None:
         with self.transaction():
-            self.execute("MATCH (a:EntityAlias) WHERE a.entity = $id DELETE a", {"id": entity_id})
-            self.execute("MATCH (e:Entity {id: $id}) DETACH DELETE e", {"id": entity_id})
+            self.execute(
+                "MATCH (a:EntityAlias) WHERE a.entity = $id DELETE a",
+                {"id": entity_id},
+                entity_graph=True,
+            )
+            self.execute(
+                "MATCH (e:Entity {id: $id}) DETACH DELETE e", {"id": entity_id}, entity_graph=True
+            )
 
     def restore_entity(self, row: dict[str, Any]) -> None:
         with self.transaction():
@@ -432,11 +438,13 @@ class StewardRepository(SessionRepository):
                     **{k: row[k] for k in ("id", "name", "norm", "key", "label")},
                     "created_at": _time(row["created_at"]),
                 },
+                entity_graph=True,
             )
             for alias in row["aliases"]:
                 self.execute(
                     "MERGE (a:EntityAlias {norm: $norm}) SET a.entity = $id",
                     {"norm": alias, "id": row["id"]},
+                    entity_graph=True,
                 )
 
     # -- sedimentation -------------------------------------------------------------------------

@@ -20,10 +20,10 @@ import pyarrow as pa
 
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import InvalidInput
+from graphmem.indexes.row_ids import RowIds
+from graphmem.indexes.search_cache import SavedMatrix, SearchCache
 from graphmem.passages import SEPARATOR, owner, passage_ids
 from graphmem.storage.connection import KuzuConnection
-from graphmem.storage.row_ids import RowIds
-from graphmem.storage.search_cache import SavedMatrix, SearchCache
 
 _T = TypeVar("_T")
 

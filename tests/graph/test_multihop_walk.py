@@ -15,7 +15,7 @@ import pytest
 from graphmem.graph import multihop
 from graphmem.graph.multihop import Subgraph, gather, rank, trace
 from graphmem.heap import settled
-from graphmem.storage.entity_index import EntityIndex
+from graphmem.indexes.entity_index import EntityIndex
 
 
 def _table(*columns: list[str]) -> pa.Table:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from graphmem.indexes.entity_index import EntityIndex
 from graphmem.service import GraphMemory
-from graphmem.storage.entity_index import EntityIndex
 
 CHAT = [
     "Tim: Finally finished Dune on the train to Paris.",

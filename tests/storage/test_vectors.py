@@ -7,10 +7,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from graphmem.indexes.row_ids import RowIds
 from graphmem.models import Memory, utcnow
 from graphmem.service import GraphMemory
 from graphmem.storage import vectors
-from graphmem.storage.row_ids import RowIds
 
 
 def _fill(gm: GraphMemory, n: int, seed: int = 5) -> np.ndarray:

@@ -21,8 +21,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.ipc
 
-from graphmem.storage.keywords import KeywordIndex, load_index, save_index
-from graphmem.storage.row_ids import RowIds
+from graphmem.indexes.keywords import KeywordIndex, load_index, save_index
+from graphmem.indexes.row_ids import RowIds
 
 CACHE_DIR = "search-cache"
 MANIFEST = "manifest.json"

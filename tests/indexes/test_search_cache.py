@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graphmem.indexes.search_cache import CACHE_DIR, MANIFEST
 from graphmem.service import GraphMemory
 from graphmem.storage import memories
-from graphmem.storage.search_cache import CACHE_DIR, MANIFEST
 
 NOTES = [
     "the ledger service returned 502 after release v2",

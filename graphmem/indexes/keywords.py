@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import snowballstemmer
 
-from graphmem.storage.row_ids import RowIds
-from graphmem.storage.stopwords import KEYWORD_STOPWORDS as STOPWORDS
+from graphmem.indexes.row_ids import RowIds
+from graphmem.indexes.stopwords import KEYWORD_STOPWORDS as STOPWORDS
 from graphmem.text import MARK
 
 K1 = 1.2

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from graphmem.storage.entity_index import EntityChange, EntityIndex
+from graphmem.indexes.entity_index import EntityChange, EntityIndex
 
 
 def _table(*columns: list[str]) -> pa.Table:

@@ -1,18 +1,18 @@
 """Every indexed document's sections and chunks, held in process with BM25 postings over the chunks.
 
 Document search scores a few hundred candidate chunks a query and needs each one's section,
-breadcrumb and document; reading those from Kùzu per query would cost more than the search. They are
-read once per process (three scans) and then kept in step with this process's writes, a file at a
-time, as the memories' columns are.
+breadcrumb and document; reading those from the store per query would cost more than the search.
+They are read once per process (three scans, by the store) and then kept in step with this
+process's writes, a file at a time, as the memories' columns are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphmem.storage.keywords import KeywordIndex
+from graphmem.indexes.keywords import KeywordIndex
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class ChunkInfo:
     end_line: int
 
 
-Reader = Callable[..., list[tuple[Any, ...]]]
+Rows = Sequence[tuple[Any, ...]]
 
 
 class DocumentIndex:
@@ -62,27 +62,21 @@ class DocumentIndex:
         self._chunks_of: dict[str, list[str]] = {}
 
     @classmethod
-    def load(cls, read: Reader) -> DocumentIndex:
+    def load(cls, docs: Rows, sections: Rows, chunks: Rows) -> DocumentIndex:
+        """From the store's rows (`DocumentRepository.document_rows`): documents (uid, path,
+        root, rel, title, source type), sections (key, doc, section key, title, level,
+        breadcrumb, ord, first and last line), chunks (id, doc, section, ord, text, first and
+        last line, search text)."""
         index = cls()
-        for row in read(
-            "MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL "
-            "RETURN d.uid, d.path, d.root, d.rel, d.title, d.source_type"
-        ):
+        for row in docs:
             doc = DocInfo(*row)
             index.docs[doc.uid] = doc
-        sections = [
+        found = [
             SectionInfo(k, d, sk, t, int(lv), tuple(b or ()), int(o), int(s), int(e))
-            for k, d, sk, t, lv, b, o, s, e in read(
-                "MATCH (s:Section) RETURN s.key, s.doc, s.section_key, s.title, s.level, "
-                "s.breadcrumb, s.ord, s.start_line, s.end_line"
-            )
+            for k, d, sk, t, lv, b, o, s, e in sections
         ]
-        rows = read(
-            "MATCH (c:Chunk) RETURN c.id, c.doc, c.section, c.ord, c.text, c.start_line, "
-            "c.end_line, c.search_text"
-        )
-        chunks = [ChunkInfo(i, d, s, int(o), t, int(a), int(b)) for i, d, s, o, t, a, b, _ in rows]
-        index._add(sections, chunks, [r[7] or "" for r in rows])
+        infos = [ChunkInfo(i, d, s, int(o), t, int(a), int(b)) for i, d, s, o, t, a, b, _ in chunks]
+        index._add(found, infos, [r[7] or "" for r in chunks])
         return index
 
     def _add(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from graphmem.storage.keywords import (
+from graphmem.indexes.keywords import (
     MAX_SEGMENTS,
     KeywordIndex,
     load_index,

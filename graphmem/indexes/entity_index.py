@@ -2,7 +2,7 @@
 in process for the multi-hop walk; with the entities' labels, where each fact about a person
 came from and the merged aliases, for the answer hop.
 
-Kùzu answers `WHERE m.id IN $ids` with a scan of the whole table, so each round of the walk
+Kùzu answers a filter on a list of ids with a scan of the whole table, so each round of the walk
 cost as much at 100k memories as the store is big, whatever the few memories it started from.
 These lists are read once (six arrow scans) and kept up to date after a commit changed the
 entity graph (storage/entity_log.py): an extraction of new memories says what it

@@ -1,6 +1,6 @@
 """Every memory's fields (what recall scores, filters and returns), held in process.
 
-Kùzu answers `UNWIND $ids MATCH (m:Memory {id: i})` with a hash join over the whole table (15 ms at
+Kùzu answers a lookup of a list of memory ids with a hash join over the whole table (15 ms at
 100k memories, whatever the number of ids) and a single-id lookup costs ~0.25 ms, so fetching a
 query's ~200 candidates from Kùzu cost more than the rest of recall. These columns are read once
 per process (one arrow scan, ~0.3 s at 100k, or the saved copy), then kept in step: a write of
@@ -23,8 +23,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphmem.indexes.row_ids import RowIds
 from graphmem.models import Memory, MemoryFilter, stored_time
-from graphmem.storage.row_ids import RowIds
 from graphmem.text import ends_asking
 
 # what a write of a whole memory sets (`memory_to_row`)

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphmem.storage.row_ids import RowIds
+from graphmem.indexes.row_ids import RowIds
 
 IDS = ["m3", "m1", "m2", "a-long-id-é", "m1"]  # m1 written twice: rows 1 and 4
 
