@@ -219,6 +219,7 @@ def run_bench(
     with tempfile.TemporaryDirectory(prefix="graphmem-bench-") as tmp:
         home = Path(tmp) / "store"
         with open_store(home, embedder=embedder, extract_on_write=False) as gm:
+            engine = f"{gm.store.engine.name} {gm.store.engine.version()}"
             embedder.embed(["warm up"])
             started = time.perf_counter()
             report = gm.import_jsonl([json.dumps(m) for m in pool])
@@ -276,6 +277,7 @@ def run_bench(
             "benchmark": "bench",
             "machine_ms": {"start": machine_start, "end": machine_ms()},
             "memories": total,
+            "engine": engine,  # GRAPHMEM_ENGINE picks it
             "embedding_space": label,
             "embedded_import_memories_per_s": round(embedded_rate, 1),
             "embedded_import_memories": report.imported,
