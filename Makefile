@@ -40,7 +40,7 @@ lint: setup
 	$(BIN)/mypy
 
 # the suites of what the store does, once more on LadybugDB (Kùzu's maintained fork)
-LADYBUG_SUITES := tests/storage tests/test_service.py tests/recall tests/graph tests/knowledge \
+LADYBUG_SUITES := tests/contract tests/storage tests/indexes tests/test_service.py tests/recall tests/graph tests/knowledge \
 	tests/documents tests/steward
 
 test: setup ts-client browser lint
