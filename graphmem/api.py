@@ -357,7 +357,8 @@ class HookAPI(Protocol):
 
 
 class MemoryAPI(KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, StewardAPI, HookAPI, Protocol):
-    settings: Settings
+    @property
+    def settings(self) -> Settings: ...
 
     @property
     def path(self) -> Path: ...

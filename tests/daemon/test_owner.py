@@ -383,13 +383,13 @@ def test_the_owner_stays_up_until_an_imports_passages_are_embedded(
     settings = load_settings(tmp_path / "store", environ={}, overrides={"daemon_idle_timeout": 0.5})
     gm = GraphMemory(settings, embedder=HashEmbedder())
     release = threading.Event()
-    fill = gm._fill_passages
+    fill = gm.passages.fill_passages
 
     def held_back(memory_ids: Any, **options: Any) -> int:
         release.wait(15)
         return fill(memory_ids, **options)
 
-    monkeypatch.setattr(gm, "_fill_passages", held_back)
+    monkeypatch.setattr(gm.passages, "fill_passages", held_back)
     served = Owner(gm)
     thread = threading.Thread(target=served.serve, daemon=True)
     thread.start()
