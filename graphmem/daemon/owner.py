@@ -34,6 +34,7 @@ from graphmem.daemon.protocol import (
 )
 from graphmem.errors import GraphmemError, InvalidInput
 from graphmem.foreground import FOREGROUND
+from graphmem.registry import OPERATIONS
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
 
@@ -44,10 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("graphmem.owner")
 # long work nobody waits on line by line: it steps aside for the requests that are waited on
 # (graphmem/foreground.py)
-BACKGROUND = frozenset({
-    "steward_run", "sediment_cycle", "sweep_archive", "recount_references", "conflicts_report",
-    "index_triples", "reembed", "import_jsonl", "export_jsonl", "index_documents", "backup",
-})  # fmt: skip
+BACKGROUND = frozenset(op.name for op in OPERATIONS if op.background)
 
 
 class _Handler(socketserver.StreamRequestHandler):

@@ -18,11 +18,9 @@ from typing import Any
 
 import pytest
 
-from graphmem.api import DocumentAPI, GraphAPI, HookAPI, KnowledgeAPI, SessionAPI, StewardAPI
 from graphmem.daemon.client import RemoteMemory, connect, start_owner, stop_owner
 from graphmem.daemon.owner import Owner
 from graphmem.daemon.paths import live_owner, owner_file
-from graphmem.daemon.protocol import METHODS
 from graphmem.documents.models import DocumentPage
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import Conflict, InvalidInput, NotFound, StoreLocked
@@ -216,17 +214,6 @@ def test_the_documents_overview_and_a_document_page_come_through_the_owner(
     assert [(d.path, d.sections) for d in overview.documents] == [("deploy.md", 2)]
     assert isinstance(page, DocumentPage) and page.indexed_at is not None
     assert [c.memory_id for c in page.cited_by] == [memory.id]
-
-
-def test_every_api_method_is_served_by_the_owner_and_forwarded_by_the_client() -> None:
-    names = {
-        name
-        for api in (KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, StewardAPI, HookAPI)
-        for name, value in vars(api).items()
-        if callable(value) and not name.startswith("_")
-    }
-    assert names <= METHODS
-    assert all(callable(getattr(RemoteMemory, name, None)) for name in names)
 
 
 def test_the_owner_extracts_entities_in_the_background_and_serves_the_graph(
