@@ -1,5 +1,6 @@
 """MemoryAPI: what transports may call, served in process (GraphMemory) or by the owner process
-(RemoteMemory); the CLI and the MCP server are written against this and never know which."""
+(RemoteMemory); the CLI and the MCP server are written against this and never know which. The
+operations themselves are declared in graphmem.registry."""
 
 from __future__ import annotations
 
@@ -151,7 +152,7 @@ class GraphAPI(Protocol):
         self, query: str | None = None, *, label: str | None = None, limit: int = 50
     ) -> EntityList: ...
 
-    def merge_entities(self, primary: str, duplicates: list[str]) -> MergeEntitiesReport: ...
+    def merge_entities(self, primary: str, duplicates: Sequence[str]) -> MergeEntitiesReport: ...
 
     def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph: ...
 
@@ -357,7 +358,12 @@ class HookAPI(Protocol):
 
 
 class MemoryAPI(KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, StewardAPI, HookAPI, Protocol):
-    settings: Settings
+    """Every operation of graphmem.registry; GraphMemory's delegations are checked against it by
+    mypy (they are typed as the services' methods), and tests/test_registry.py holds each stub
+    to the method's own signature."""
+
+    @property
+    def settings(self) -> Settings: ...
 
     @property
     def path(self) -> Path: ...

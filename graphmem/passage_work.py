@@ -1,27 +1,23 @@
-"""The passages an import leaves to a background worker (graphmem.passages): each such memory
-waits as a `passages` row of the Pending table (graphmem.storage.pending), written with the
-memory and deleted in the transaction that writes its passages, so a start after any exit
-reads exactly which are left."""
+"""PassageWork, the service of GraphMemory that embeds the passages an import leaves to a
+background worker (graphmem.passages): each such memory waits as a `passages` row of the Pending
+table (graphmem.storage.pending), written with the memory and deleted in the transaction that
+writes its passages, so a start after any exit reads exactly which are left."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from graphmem.embeddings.parallel import single_threaded_blas
-from graphmem.foreground import FOREGROUND
+from graphmem.foreground import FOREGROUND, lower_priority
+from graphmem.jobs import Jobs
 from graphmem.passages import owner, passages, passages_of
+from graphmem.service_context import Service, ServiceContext
 from graphmem.storage.pending import PASSAGES
-
-if TYPE_CHECKING:
-    from graphmem.embeddings.base import Embedder
-    from graphmem.jobs import Jobs
-    from graphmem.storage.store import KuzuStore
 
 Progress = Callable[[int, int], None]
 log = logging.getLogger("graphmem")
@@ -35,15 +31,18 @@ WORKER_BATCH = 256
 PAUSE_SLICE = 32  # passages the worker embeds between two pauses for requests
 
 
-class PassageWork:
-    if TYPE_CHECKING:
-        store: KuzuStore
-        _passage_jobs: Jobs | None
+class PassageWork(Service):
+    def __init__(self, context: ServiceContext, *, background: bool) -> None:
+        """`background`: an import leaves its passages to a worker thread (`jobs`), else it
+        embeds them before it returns."""
+        super().__init__(context)
+        self.jobs = Jobs("graphmem-passages", initializer=lower_priority) if background else None
 
-        @property
-        def embedder(self) -> Embedder: ...
+    def stop(self) -> None:
+        if self.jobs is not None:
+            self.jobs.stop()
 
-    def _missing_passages(self, memory_ids: Iterable[str] | None = None) -> Sequence[str]:
+    def missing_passages(self, memory_ids: Iterable[str] | None = None) -> Sequence[str]:
         """Those of the memories (every one, when None) that have a vector in the active space
         but no passages there; a memory of one sentence is among them too."""
         space = self.embedder.space
@@ -51,7 +50,7 @@ class PassageWork:
         wanted = have if memory_ids is None else have.intersection(memory_ids)
         return sorted(wanted - self.store.passage_owners(space))
 
-    def _fill_passages(
+    def fill_passages(
         self,
         todo: Sequence[str],
         *,
@@ -67,7 +66,7 @@ class PassageWork:
         for the next start. With `pause` (the worker), it embeds `PAUSE_SLICE` passages at a
         time and calls `pause` between them."""
         space = self.embedder.space
-        stopping = self._passage_jobs.stopping if self._passage_jobs is not None else None
+        stopping = self.jobs.stopping if self.jobs is not None else None
         given = 0
         for start in range(0, len(todo), batch_size):
             if stopping is not None and stopping.is_set():
@@ -106,7 +105,7 @@ class PassageWork:
             parts.append(self.embedder.embed(pieces[start : start + PAUSE_SLICE]))
         return np.concatenate(parts)
 
-    def _passages_later(self, memory_ids: Sequence[str] | None) -> None:
+    def passages_later(self, memory_ids: Sequence[str] | None) -> None:
         """The worker's job: the passages of the memories, or (None) of every memory waiting
         for them, as the owner asks at start. It steps aside for requests
         (graphmem/foreground.py), on one core."""
@@ -115,7 +114,7 @@ class PassageWork:
                 if memory_ids is None:
                     self._adopt_flagged_passages()
                     memory_ids = self.store.pending_items(PASSAGES)
-                self._fill_passages(
+                self.fill_passages(
                     memory_ids,
                     batch_size=WORKER_BATCH,
                     pending_only=True,
@@ -140,7 +139,7 @@ class PassageWork:
         """The old way to find passages left to embed: memories with a vector but no passages
         in the active space whose content has several sentences. It reads every such memory,
         most of which have one sentence: minutes at a million memories."""
-        todo = self._missing_passages()
+        todo = self.missing_passages()
         waiting: list[str] = []
         for start in range(0, len(todo), batch_size):
             memories = self.store.get_memories(todo[start : start + batch_size])
@@ -150,17 +149,17 @@ class PassageWork:
     def schedule_pending_passages(self) -> bool:
         """Queue the passages still waiting (the owner does at start, beside extraction's);
         True if there were any."""
-        jobs = self._passage_jobs
+        jobs = self.jobs
         if jobs is None:
             return False
         if not self.store.pending_items(PASSAGES, limit=1) and not self.store.meta_get(
             PASSAGES_PENDING
         ):
             return False
-        jobs.submit(partial(self._passages_later, None))
+        jobs.submit(partial(self.passages_later, None))
         return True
 
     def wait_for_passages(self, timeout: float | None = None) -> bool:
         """Block until the passages an import left to the worker are embedded; False when
         `timeout` ran out first."""
-        return self._passage_jobs.wait(timeout) if self._passage_jobs is not None else True
+        return self.jobs.wait(timeout) if self.jobs is not None else True

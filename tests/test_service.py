@@ -384,7 +384,7 @@ def test_passages_a_failed_or_killed_worker_left_are_embedded_at_the_next_start(
         raise RuntimeError("killed")
 
     with open_store(path, embedder=HashEmbedder()) as gm:
-        monkeypatch.setattr(gm, "_fill_passages", cut_short)
+        monkeypatch.setattr(gm.passages, "fill_passages", cut_short)
         assert gm.import_jsonl([json.dumps(n) for n in NOTES]).passages_pending == 5
         assert gm.wait_for_passages(timeout=30)
         assert _passage_owners(gm) == set()

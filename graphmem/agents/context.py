@@ -1,4 +1,4 @@
-"""HookOps: what the owner does for `graphmem hook` (mixed into GraphMemory).
+"""HookOps, the service of GraphMemory that answers `graphmem hook` in the owner.
 
 Results are plain dicts and strings: the hook that asks is a stdlib-only process that renders
 them without models. Text to inject is phrased as short facts ("Decision (2026-11-30): ...",
@@ -35,16 +35,14 @@ from graphmem.models import MemoryFilter
 from graphmem.recall.config import get_recipe
 from graphmem.recall.pipeline import hydrate, rank
 from graphmem.recall.query import embedding_text
+from graphmem.service_context import Service, ServiceContext
 from graphmem.sessions.statements import statements
 
 if TYPE_CHECKING:
-    from graphmem.embeddings.base import Embedder
-    from graphmem.knowledge.models import BankView
-    from graphmem.models import DocHit, Hit, Memory, MemoryPage
-    from graphmem.sessions.checkpoint import CheckpointResult
-    from graphmem.sessions.models import SessionPlan
-    from graphmem.settings import Settings
-    from graphmem.storage.store import KuzuStore
+    from graphmem.knowledge.ops import KnowledgeOps
+    from graphmem.models import DocHit, Hit, Memory
+    from graphmem.sessions.checkpoint import CheckpointOps
+    from graphmem.sessions.ops import SessionOps
 
 log = logging.getLogger("graphmem.hooks")
 SESSION_BUDGET = 4000  # characters injected at session start
@@ -94,42 +92,26 @@ class RelevanceBar:
         )
 
 
-class HookOps:
+class HookOps(Service):
     """Context for session start and each prompt; checkpoints of the transcript."""
 
-    relevance = RelevanceBar()  # set on an instance to move the bar
-
-    if TYPE_CHECKING:
-        settings: Settings
-        store: KuzuStore
-
-        @property
-        def embedder(self) -> Embedder: ...
-
-        def list_canonical_knowledge(
-            self, *, context: str | None = None, limit: int = 50
-        ) -> MemoryPage: ...
-        def project_bank_view(
-            self, view: str, *, context: str | None = None, limit: int = 50
-        ) -> BankView: ...
-        def checkpoint(
-            self,
-            text: str,
-            *,
-            context: str | None = None,
-            session_id: str | None = None,
-            client: str | None = None,
-        ) -> CheckpointResult: ...
-        def close_session(
-            self,
-            summary: str,
-            *,
-            session_id: str | None = None,
-            client: str | None = None,
-            cwd: str | None = None,
-            dry_run: bool = True,
-            auto_apply_low_risk: bool = False,
-        ) -> SessionPlan: ...
+    def __init__(
+        self,
+        context: ServiceContext,
+        knowledge: KnowledgeOps,
+        checkpoints: CheckpointOps,
+        sessions: SessionOps,
+    ) -> None:
+        super().__init__(context)
+        self._knowledge = knowledge
+        self._checkpoints = checkpoints
+        self._sessions = sessions
+        self.relevance = RelevanceBar()  # replace it to move the bar
+        self._jobs = Jobs("graphmem-hooks")  # its thread starts with the first job
+        self._pending_failed: set[str] = set()  # captures that failed: the next owner's
+        self._pending_queued = False
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
 
     # -- served to `graphmem hook` ----------------------------------------------------------
 
@@ -163,23 +145,23 @@ class HookOps:
         first, so an owner stopped before the job ran leaves it to the next one."""
         queued = save_pending(self.settings.home, "session-end", client or "", payload)
         if queued:
-            self._jobs().submit(self._run_pending)
+            self._jobs.submit(self._run_pending)
         return {"queued": queued, "session_id": payload.get("session_id")}
 
     def hook_jobs_done(self, timeout: float | None = None) -> bool:
         """Wait for queued session ends and pending captures; False when `timeout` ran out."""
-        return self._jobs().wait(timeout)
+        return self._jobs.wait(timeout)
 
     # -- session start ----------------------------------------------------------------------
 
     def _session_context(self) -> tuple[str, list[dict[str, Any]]]:
-        canonical = self.list_canonical_knowledge(limit=SESSION_LIMIT).memories
+        canonical = self._knowledge.list_canonical_knowledge(limit=SESSION_LIMIT).memories
         dead_ends = [
             m
-            for m in self.project_bank_view("dead_ends", limit=SESSION_LIMIT).memories
+            for m in self._knowledge.project_bank_view("dead_ends", limit=SESSION_LIMIT).memories
             if m.lifecycle in ("active", "canonical")
         ]
-        decisions = self.project_bank_view("decisions", limit=SESSION_LIMIT).memories
+        decisions = self._knowledge.project_bank_view("decisions", limit=SESSION_LIMIT).memories
         chosen: dict[str, Memory] = {}
         for memory in [*canonical, *dead_ends, *decisions]:
             chosen.setdefault(memory.id, memory)
@@ -264,7 +246,7 @@ class HookOps:
                 return {"stored": False, "reason": "no_transcript", "error": str(exc)}
             result: dict[str, Any] = {"stored": False, "reason": "empty", "memory_id": None}
             if capture.text:
-                result = self.checkpoint(
+                result = self._checkpoints.checkpoint(
                     capture.text, session_id=session_id, client=client
                 ).model_dump()
             save_state(home, session_id, {
@@ -289,7 +271,7 @@ class HookOps:
         if len(statements(summary)) < 2:  # a "Done." is no summary
             return
         cwd = payload.get("cwd")
-        plan = self.close_session(
+        plan = self._sessions.close_session(
             summary, session_id=session_id, client=client, cwd=cwd if isinstance(cwd, str) else None,
             dry_run=False, auto_apply_low_risk=True,
         )  # fmt: skip
@@ -301,21 +283,21 @@ class HookOps:
         """Queue the captures hooks left while no owner ran (graphmem.agents.hook): one run of
         them at a time, on the hook worker's one thread."""
         folder = self.settings.home / HOOKS_DIR / PENDING
-        failed: set[str] = self.__dict__.setdefault("_pending_failed", set())
+        failed = self._pending_failed
         try:
             waiting = any(not e.name.startswith(".") and e.name not in failed
                           for e in folder.iterdir())  # fmt: skip
         except OSError:
             return
-        if waiting and not self.__dict__.get("_pending_queued"):
-            self.__dict__["_pending_queued"] = True
-            self._jobs().submit(self._run_pending)
+        if waiting and not self._pending_queued:
+            self._pending_queued = True
+            self._jobs.submit(self._run_pending)
 
     def _run_pending(self) -> None:
         """Run the waiting captures, oldest first. A record that cannot be read is dropped; one
         that failed otherwise (the store closing under it, say) waits for the next owner."""
-        self.__dict__["_pending_queued"] = False  # what arrives from now on queues another run
-        failed: set[str] = self.__dict__.setdefault("_pending_failed", set())
+        self._pending_queued = False  # what arrives from now on queues another run
+        failed = self._pending_failed
         folder = self.settings.home / HOOKS_DIR / PENDING
         for path in sorted(folder.glob("*.json")):
             if path.name.startswith(".") or path.name in failed:
@@ -339,14 +321,9 @@ class HookOps:
                 continue
             path.unlink(missing_ok=True)
 
-    def _jobs(self) -> Jobs:
-        jobs: Jobs = self.__dict__.setdefault("_hook_jobs", Jobs("graphmem-hooks"))
-        return jobs
-
     def _session_lock(self, session_id: str) -> threading.Lock:
-        with self.__dict__.setdefault("_hook_locks_lock", threading.Lock()):
-            locks: dict[str, threading.Lock] = self.__dict__.setdefault("_hook_locks", {})
-            return locks.setdefault(session_id, threading.Lock())
+        with self._locks_lock:
+            return self._locks.setdefault(session_id, threading.Lock())
 
 
 # -- phrasing ---------------------------------------------------------------------------------

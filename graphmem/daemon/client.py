@@ -6,11 +6,12 @@ and surviving an owner is graphmem.daemon.link's.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,36 +27,26 @@ from graphmem.graph.models import IndexReport
 from graphmem.models import (
     BackupInfo,
     CypherResult,
-    DbStatus,
     ImportReport,
-    Memory,
     MemoryInput,
     MemoryPage,
     RecallResult,
     RecallScope,
     ReembedReport,
     StoredMemory,
-    StoreStats,
     validated_items,
 )
 from graphmem.recall.config import RecallConfig
+from graphmem.registry import BY_NAME
 from graphmem.settings import Settings
 from graphmem.transfer import import_chunks
 
 
-def _forward(method: str) -> Callable[..., Any]:
-    """A RemoteMemory method that sends its arguments to the owner as they are."""
-
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return self._call(method, *args, **kwargs)
-
-    call.__name__ = method
-    return call
-
-
 class RemoteMemory:
     """MemoryAPI served by the owner process; one connection, which outlives the owner
-    (graphmem.daemon.link), one request at a time."""
+    (graphmem.daemon.link), one request at a time. An operation of graphmem.registry that this
+    class does not define is sent to the owner with its arguments as they are (`__getattr__`);
+    those defined below adapt theirs to the socket (progress, request size, plain filters)."""
 
     def __init__(self, settings: Settings, info: OwnerInfo, *, recover: bool = True) -> None:
         """`recover`: when the owner dies, start a new one and go on (graphmem.daemon.link);
@@ -79,60 +70,11 @@ class RemoteMemory:
     def path(self) -> Path:
         return self.settings.home
 
-    # knowledge over time: sent to the owner as they are (see KnowledgeAPI for signatures)
-    mark_outdated = _forward("mark_outdated")
-    merge_duplicates = _forward("merge_duplicates")
-    promote_to_canonical = _forward("promote_to_canonical")
-    store_decision = _forward("store_decision")
-    store_dead_end = _forward("store_dead_end")
-    store_incident = _forward("store_incident")
-    store_runbook = _forward("store_runbook")
-    store_postmortem = _forward("store_postmortem")
-    search_runbooks = _forward("search_runbooks")
-    recall_similar_incidents = _forward("recall_similar_incidents")
-    list_canonical_knowledge = _forward("list_canonical_knowledge")
-    recall_canonical_knowledge = _forward("recall_canonical_knowledge")
-    summarize_project_context = _forward("summarize_project_context")
-    project_bank_view = _forward("project_bank_view")
-    recall_as_of = _forward("recall_as_of")
-    knowledge_timeline = _forward("knowledge_timeline")
-    cite_source = _forward("cite_source")
-    verify_entry = _forward("verify_entry")
-    verification_candidates = _forward("verification_candidates")
-    drift_scan = _forward("drift_scan")
-    list_entities = _forward("list_entities")
-    merge_entities = _forward("merge_entities")
-    memory_graph = _forward("memory_graph")
-    recall_multihop = _forward("recall_multihop")
-    wait_for_extraction = _forward("wait_for_extraction")
-    search_docs = _forward("search_docs")
-    expand_section = _forward("expand_section")
-    documents_overview = _forward("documents_overview")
-    document_page = _forward("document_page")
-    repo_list = _forward("repo_list")
-    repo_read = _forward("repo_read")
-    repo_search = _forward("repo_search")
-    close_session = _forward("close_session")
-    review_session_changes = _forward("review_session_changes")
-    accept_session_changes = _forward("accept_session_changes")
-    resolve_review_item = _forward("resolve_review_item")
-    resolve_review_queue = _forward("resolve_review_queue")
-    steward_run = _forward("steward_run")
-    steward_inbox = _forward("steward_inbox")
-    steward_inbox_resolve = _forward("steward_inbox_resolve")
-    steward_policy = _forward("steward_policy")
-    steward_status = _forward("steward_status")
-    steward_report = _forward("steward_report")
-    steward_undo = _forward("steward_undo")
-    sweep_archive = _forward("sweep_archive")
-    recount_references = _forward("recount_references")
-    conflicts_report = _forward("conflicts_report")
-    sediment_cycle = _forward("sediment_cycle")
-    promote_sediment = _forward("promote_sediment")
-    demote_sediment = _forward("demote_sediment")
-    hook_context = _forward("hook_context")
-    hook_checkpoint = _forward("hook_checkpoint")
-    end_session = _forward("end_session")
+    def __getattr__(self, name: str) -> Any:
+        """Every other operation of the registry: sent to the owner as it is."""
+        if name in BY_NAME:
+            return functools.partial(self._call, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def index_documents(
         self, paths: Sequence[str | Path] | None = None, *, on_progress: Progress | None = None
@@ -179,14 +121,10 @@ class RemoteMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- MemoryAPI --------------------------------------------------------------------------
+    # -- operations adapted to the socket ----------------------------------------------------
 
     def ping(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("ping")
-        return result
-
-    def remember(self, content: str, **fields: Any) -> StoredMemory:
-        result: StoredMemory = self._call("remember", content, **fields)
         return result
 
     def remember_many(
@@ -209,25 +147,10 @@ class RemoteMemory:
                 on_progress(len(stored), len(batch))
         return stored
 
-    def get(self, memory_id: str) -> Memory:
-        result: Memory = self._call("get", memory_id)
-        return result
-
-    def update(self, memory_id: str, **changes: Any) -> Memory:
-        result: Memory = self._call("update", memory_id, **changes)
-        return result
-
-    def delete(self, memory_id: str) -> None:
-        self._call("delete", memory_id)
-
     def list(
         self, filters: Filters = None, *, limit: int = 50, cursor: str | None = None
     ) -> MemoryPage:
         result: MemoryPage = self._call("list", _plain(filters), limit=limit, cursor=cursor)
-        return result
-
-    def stats(self) -> StoreStats:
-        result: StoreStats = self._call("stats")
         return result
 
     def recall(
@@ -252,20 +175,8 @@ class RemoteMemory:
         result: CypherResult = self._call("cypher", query, dict(params or {}), write=write)
         return result
 
-    def db_status(self) -> DbStatus:
-        result: DbStatus = self._call("db_status")
-        return result
-
     def backup(self, dest: str | Path) -> BackupInfo:
         result: BackupInfo = self._call("backup", str(Path(dest).resolve()))
-        return result
-
-    def export_page(
-        self, cursor: str | None = None, *, limit: int = 1000, with_vectors: bool = False
-    ) -> MemoryPage:
-        result: MemoryPage = self._call(
-            "export_page", cursor, limit=limit, with_vectors=with_vectors
-        )
         return result
 
     def import_jsonl(

@@ -34,20 +34,18 @@ from graphmem.daemon.protocol import (
 )
 from graphmem.errors import GraphmemError, InvalidInput
 from graphmem.foreground import FOREGROUND
+from graphmem.registry import OPERATIONS
 from graphmem.service import GraphMemory
-from graphmem.steward.schedule import StewardSchedule
+from graphmem.settings import load_settings
 
 if TYPE_CHECKING:
     from graphmem.documents.watcher import DocumentWatcher
-from graphmem.settings import load_settings
+    from graphmem.steward.schedule import StewardSchedule
 
 log = logging.getLogger("graphmem.owner")
 # long work nobody waits on line by line: it steps aside for the requests that are waited on
 # (graphmem/foreground.py)
-BACKGROUND = frozenset({
-    "steward_run", "sediment_cycle", "sweep_archive", "recount_references", "conflicts_report",
-    "index_triples", "reembed", "import_jsonl", "export_jsonl", "index_documents", "backup",
-})  # fmt: skip
+BACKGROUND = frozenset(op.name for op in OPERATIONS if op.background)
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -104,7 +102,7 @@ class Owner:
         self.socket_path = socket_path_for(self.home)
         self._server: _OwnerSocketServer | None = None
         self._watch: DocumentWatcher | None = None
-        self._steward = StewardSchedule(gm, self.stopping)
+        self._steward: StewardSchedule | None = None  # started by serve()
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -179,9 +177,8 @@ class Owner:
         info = OwnerInfo(pid=os.getpid(), socket=str(path), started=self._started)
         write_owner_record(self.home, info)
         self._install_signals()
+        self._steward = self.gm.start_steward_schedule(self.stopping)
         threading.Thread(target=self._watch_idle, name="graphmem-idle", daemon=True).start()
-        self.gm.steward_schedule = self._steward
-        self._steward.start()
         self.jobs.submit(self._warm_up)
         try:
             self._server.serve_forever(poll_interval=0.2)
@@ -252,7 +249,7 @@ class Owner:
                 )
             # background work (extraction, an import's passages, a steward run) is activity
             idle = idle and self.gm.wait_for_extraction(0) and self.gm.wait_for_passages(0)
-            idle = idle and not self._steward.busy
+            idle = idle and not (self._steward is not None and self._steward.busy)
             if timeout > 0 and idle:
                 log.info("idle for %.0fs, exiting", timeout)
                 self.stop()
@@ -284,7 +281,7 @@ class Owner:
             "daemon_idle_timeout": fresh.daemon_idle_timeout,
             "lock_timeout": fresh.lock_timeout,
         }
-        self.gm.settings = self.gm.settings.model_copy(update=live)
+        self.gm.reload_settings(self.gm.settings.model_copy(update=live))
         logging.getLogger("graphmem").setLevel(fresh.log_level.upper())
         log.info("settings reloaded: %s", live)
 

@@ -17,63 +17,33 @@ from typing import Any
 from pydantic import BaseModel
 
 from graphmem import errors, models
-from graphmem.api import DocumentAPI, GraphAPI, HookAPI, KnowledgeAPI, SessionAPI, StewardAPI
 from graphmem.documents import models as document_models
 from graphmem.graph import models as graph_models
 from graphmem.knowledge import models as knowledge_models
 from graphmem.recall.config import RecallConfig
+from graphmem.registry import BY_NAME, OPERATIONS
 from graphmem.sessions import models as session_models
 from graphmem.steward import models as steward_models
 
-# What a client may call: the MemoryAPI methods, nothing private, nothing that closes the store.
-KNOWLEDGE_METHODS = tuple(
-    name
-    for api in (KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, StewardAPI, HookAPI)
-    for name, value in vars(api).items()
-    if callable(value) and not name.startswith("_")
-)  # fmt: skip
-METHODS = frozenset(
-    {
-        "remember", "remember_many", "get", "update", "delete", "list", "stats", "recall",
-        "cypher", "db_status", "backup", "export_page", "import_jsonl", "reembed", "ping",
-        *KNOWLEDGE_METHODS,
-    }
-)  # fmt: skip
-
-# What a client may send again when the owner died before answering (graphmem.daemon.client).
-# Reads change nothing a second run would not (a recall counts one more access at most); `update`
-# sets fields to the values given, so twice is once; the stores carry an idempotency key, which
-# the client makes when the caller gave none, so a second run returns the first one's memory.
-# Every other write may have been applied or not: the caller is told so (OutcomeUnknown).
-READS = frozenset(
-    {
-        "ping", "get", "list", "stats", "recall", "db_status", "export_page",
-        "wait_for_extraction", "search_runbooks", "recall_similar_incidents",
-        "list_canonical_knowledge", "recall_canonical_knowledge", "summarize_project_context",
-        "project_bank_view", "recall_as_of", "knowledge_timeline", "verification_candidates",
-        "drift_scan", "list_entities", "recall_multihop", "search_docs", "expand_section",
-        "documents_overview", "document_page", "repo_list", "repo_read", "repo_search",
-        "review_session_changes", "steward_inbox", "steward_status", "steward_report",
-        "conflicts_report",
-    }
-)  # fmt: skip
-KEYED_STORES = frozenset(
-    {
-        "remember", "remember_many", "store_decision", "store_dead_end", "store_incident",
-        "store_runbook", "store_postmortem",
-    }
-)  # fmt: skip
+# What a client may call: the operations of graphmem.registry, and `ping`, the owner's own (its
+# status). Nothing private, nothing that closes the store.
+PING = "ping"
+METHODS = frozenset({PING, *BY_NAME})
+# What a client may send again when the owner died before answering (graphmem.daemon.link): see
+# registry.Operation for when an operation may be.
+READS = frozenset({PING, *(op.name for op in OPERATIONS if op.reads)})
+KEYED_STORES = frozenset(op.name for op in OPERATIONS if op.keyed)
 
 
 def is_read(method: str, kwargs: dict[str, Any]) -> bool:
-    if method == "cypher":
-        return not kwargs.get("write")  # a read-only query is refused any write
-    return method in READS
+    op = BY_NAME.get(method)
+    return method == PING or (op is not None and op.is_read(kwargs))
 
 
 def resendable(method: str, kwargs: dict[str, Any]) -> bool:
     """Whether a request may be sent again when its first sending got no answer."""
-    return is_read(method, kwargs) or method in KEYED_STORES or method == "update"
+    op = BY_NAME.get(method)
+    return method == PING or (op is not None and op.resendable(kwargs))
 
 
 _MODELS: dict[str, type[BaseModel]] = {

@@ -1,11 +1,12 @@
-"""GraphMemory's document operations: index, search, expand a section."""
+"""DocumentOps, the service of GraphMemory for the project's documents (index them, search their
+sections, read a section, the overview) and its files, behind the path guard."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from graphmem.documents.models import (
     DocSearchResult,
@@ -21,40 +22,18 @@ from graphmem.documents.models import (
 )
 from graphmem.errors import EmbeddingError, InvalidInput, NotFound, check_limit
 from graphmem.indexes.doc_index import SectionInfo
-from graphmem.models import MemoryFilter, RecallResult, RecallWarning, ScopedHit
+from graphmem.service_context import Service, ServiceContext
 
 if TYPE_CHECKING:
     from graphmem.documents.guard import PathGuard
-    from graphmem.embeddings.base import Embedder
-    from graphmem.graph.background import Extraction
-    from graphmem.settings import Settings
-    from graphmem.storage.store import KuzuStore
 
 Progress = Callable[[int, int], None]
-RRF_K = 60  # reciprocal rank fusion's usual constant
 
 
-def _rrf(rank: int) -> float:
-    return round(1 / (RRF_K + rank + 1), 6)
-
-
-class DocumentOps:
-    if TYPE_CHECKING:
-        store: KuzuStore
-        settings: Settings
-        _extraction: Extraction
-
-        def recall(
-            self,
-            query: str,
-            *,
-            limit: int = 10,
-            filters: MemoryFilter | Mapping[str, Any] | None = None,
-            explain: bool = False,
-        ) -> RecallResult: ...
-
-        @property
-        def embedder(self) -> Embedder: ...
+class DocumentOps(Service):
+    def __init__(self, context: ServiceContext) -> None:
+        super().__init__(context)
+        self._index_lock = threading.Lock()  # one run at a time: the owner's watch and a client
 
     def index_documents(
         self,
@@ -66,12 +45,11 @@ class DocumentOps:
         only files whose content changed are parsed and embedded again."""
         from graphmem.documents.indexer import DocumentIndexer
 
-        # one run at a time: the owner's watch and a client may ask at once
-        with self.__dict__.setdefault("_index_lock", threading.Lock()):
+        with self._index_lock:
             report = DocumentIndexer(self.store, self.embedder, self.settings).run(
                 list(paths) if paths else None, on_progress=on_progress
             )
-        self._extraction.schedule_chunks()  # entities of the new chunks, in the background
+        self.context.extraction.schedule_chunks()  # entities of the new chunks, in the background
         return report
 
     def search_docs(
@@ -125,51 +103,6 @@ class DocumentOps:
             degraded=degraded,
             embedding_space=space.label if space is not None else None,
             warnings=warnings,
-        )
-
-    def recall_scoped(
-        self,
-        query: str,
-        scope: str,
-        *,
-        limit: int,
-        filters: MemoryFilter | Mapping[str, Any] | None,
-        explain: bool,
-    ) -> RecallResult:
-        """Recall over the documents' sections (`docs`), or over memories and sections fused in
-        one ranking (`all`) by reciprocal rank: the two lists' scores are not on one scale."""
-        if scope not in ("docs", "all"):
-            raise InvalidInput("scope must be memories, docs or all", scope=scope)
-        found = self.search_docs(query, limit=limit, explain=explain)
-        warnings = [RecallWarning(kind="degraded", message=w) for w in found.warnings]
-        if scope == "docs":
-            return RecallResult(
-                query=query, scope="docs", sections=found.hits, warnings=warnings,
-                degraded=found.degraded, embedding_space=found.embedding_space,
-            )  # fmt: skip
-        memories = self.recall(query, limit=limit, filters=filters, explain=explain)
-        ranking = sorted(
-            [
-                *(
-                    ScopedHit(source="memory", score=_rrf(rank), memory=hit)
-                    for rank, hit in enumerate(memories.hits)
-                ),
-                *(
-                    ScopedHit(source="section", score=_rrf(rank), section=hit)
-                    for rank, hit in enumerate(found.hits)
-                ),
-            ],
-            key=lambda h: -h.score,
-        )[:limit]
-        return RecallResult(
-            query=query,
-            scope="all",
-            hits=[h.memory for h in ranking if h.memory is not None],
-            sections=[h.section for h in ranking if h.section is not None],
-            ranking=ranking,
-            warnings=memories.warnings + warnings,
-            degraded=memories.degraded or found.degraded,
-            embedding_space=memories.embedding_space,
         )
 
     # -- file tools, behind the path guard ------------------------------------------------------

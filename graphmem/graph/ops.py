@@ -1,6 +1,6 @@
-"""GraphOps: the entity-graph half of GraphMemory (mixed into it): the `index-triples`
-backfill, entity listing and merging, multi-hop recall. Extraction on write lives in
-graph/background.py.
+"""GraphOps, the service of GraphMemory for the entity graph: the `index-triples` backfill,
+entity listing and merging, a memory's neighbourhood, multi-hop recall. Extraction on write
+lives in graph/background.py.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from graphmem.errors import InvalidInput, check_limit
 from graphmem.graph.models import (
@@ -25,16 +25,12 @@ from graphmem.graph.models import (
 )
 from graphmem.models import Hit, MemoryFilter, RecallWarning, validate_filter
 from graphmem.recall.config import get_recipe
+from graphmem.service_context import Service, ServiceContext
 
 if TYPE_CHECKING:
     from graphmem.api import Filters
-    from graphmem.graph.background import Extraction
-    from graphmem.knowledge.models import CitationState
-    from graphmem.models import RecallResult
-    from graphmem.recall.config import RecallConfig
-    from graphmem.recall.pipeline import Search
-    from graphmem.settings import Settings
-    from graphmem.storage.store import KuzuStore
+    from graphmem.knowledge.ops import KnowledgeOps
+    from graphmem.memory_ops import MemoryOps
 
 INDEX_CURSOR_KEY = "index_triples:cursor"
 MAX_HOPS = 4
@@ -55,46 +51,23 @@ def _label(title: str | None, content: str) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-class GraphOps:
-    settings: Settings
-    store: KuzuStore
-    _extraction: Extraction
-
-    if TYPE_CHECKING:
-
-        @property
-        def embedder(self) -> Any: ...
-
-        def _citation_states(self, memory_id: str) -> list[CitationState]: ...
-
-        def recall(
-            self,
-            query: str,
-            *,
-            limit: int = 10,
-            filters: Filters = None,
-            explain: bool = False,
-            recipe: Any = None,
-        ) -> RecallResult: ...
-
-        def _rank(self, query: str, config: RecallConfig, filters: MemoryFilter) -> Search: ...
-
-        def _recalled(
-            self, search: Search, hits: Sequence[Hit], *, targeted: bool
-        ) -> RecallResult: ...
+class GraphOps(Service):
+    def __init__(
+        self, context: ServiceContext, memories: MemoryOps, knowledge: KnowledgeOps
+    ) -> None:
+        super().__init__(context)
+        self._memories = memories
+        self._knowledge = knowledge
 
     # -- extraction on write ----------------------------------------------------------------
 
-    def _embed_names(self, names: list[str]) -> Any:
-        return self.embedder.embed(names)
-
     def schedule_pending_extraction(self) -> int:
         """Queue every memory still waiting for extraction (the owner does at start)."""
-        return self._extraction.schedule_pending()
+        return self.context.extraction.schedule_pending()
 
     def wait_for_extraction(self, timeout: float | None = None) -> bool:
         """Block until background extraction has caught up; False when `timeout` ran out."""
-        return self._extraction.wait(timeout)
+        return self.context.extraction.wait(timeout)
 
     # -- backfill -----------------------------------------------------------------------------
 
@@ -125,7 +98,7 @@ class GraphOps:
             total = max(total - self.store.count_before(after, context=context), 0)
         if limit is not None:
             total = min(total, limit)
-        indexer = self._extraction.indexer()
+        indexer = self.context.extraction.indexer()
         started = time.perf_counter()
         done = mentions = facts = errors = 0
         while done < total:
@@ -231,7 +204,7 @@ class GraphOps:
                 )  # fmt: skip
         return MemoryGraph(
             memory_id=memory_id,
-            citations=self._citation_states(memory_id),
+            citations=self._knowledge.citation_states(memory_id),
             entities=entities,
             facts=[
                 MemoryFact(id=i, subject=s, predicate=p, object=o, text=t, confidence=c)
@@ -276,7 +249,7 @@ class GraphOps:
         # the answer hop's clues are fused below, with their paths: recall leaves them out
         plain = get_recipe(self.settings.recall_recipe).model_copy(update={"w_answer": 0.0})
         wanted = validate_filter(filters)
-        search = self._rank(query, plain, wanted)
+        search = self._memories.rank(query, plain, wanted)
         # recall's scores as its hits carry them; its memories are read only for the hits shown
         recalled = {
             cand.memory_id: round(score, 6)
@@ -299,7 +272,7 @@ class GraphOps:
         on_paths = {n[2:] for nodes in paths.values() for n in nodes if n[:2] == "m:"}
         memories = self.store.get_memories(sorted(on_paths | set(top)))
         shown = [Hit(memory=memories[m], score=round(scores[m], 6)) for m in top if m in memories]
-        result = self._recalled(search, shown, targeted=bool(filters))
+        result = self._memories.recalled(search, shown, targeted=bool(filters))
         hits = []
         for hit in shown:
             memory_id = hit.memory.id

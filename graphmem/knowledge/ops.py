@@ -1,4 +1,4 @@
-"""KnowledgeOps: the knowledge-over-time half of GraphMemory (mixed into it).
+"""KnowledgeOps, the service of GraphMemory for knowledge over time.
 
 Records are memories with a kind and structured fields kept in metadata["record"]; their text is
 composed from those fields so that recall finds them by any of them. Lifecycle changes, links and
@@ -45,6 +45,7 @@ from graphmem.models import (
     parse_time,
     utcnow,
 )
+from graphmem.service_context import Service, ServiceContext
 from graphmem.storage.selection import (
     LIVE,
     NOT_ARCHIVED,
@@ -55,9 +56,8 @@ from graphmem.storage.selection import (
 
 if TYPE_CHECKING:
     from graphmem.api import Filters
-    from graphmem.documents.models import DocSearchResult
-    from graphmem.settings import Settings
-    from graphmem.storage.store import KuzuStore
+    from graphmem.documents.ops import DocumentOps
+    from graphmem.memory_ops import MemoryOps
 
 R = TypeVar("R", bound=BaseModel)
 # what a record shares with a plain memory, and what a store call brings besides
@@ -103,35 +103,15 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
-class KnowledgeOps:
+class KnowledgeOps(Service):
     """Lifecycle, records, canonical knowledge, time, verification and drift."""
 
-    if TYPE_CHECKING:
-        store: KuzuStore
-        settings: Settings
-
-        def remember(self, content: str, **fields: Any) -> StoredMemory: ...
-        def get(self, memory_id: str) -> Memory: ...
-        def update(self, memory_id: str, **changes: Any) -> Memory: ...
-        def recall(
-            self,
-            query: str,
-            *,
-            limit: int = 10,
-            filters: Filters = None,
-            explain: bool = False,
-            recipe: Any = None,
-        ) -> RecallResult: ...
-        def search_docs(
-            self,
-            query: str,
-            *,
-            limit: int = 10,
-            source_type: str | None = None,
-            path_prefix: str | None = None,
-            explain: bool = False,
-            recipe: str | None = None,
-        ) -> DocSearchResult: ...
+    def __init__(
+        self, context: ServiceContext, memories: MemoryOps, documents: DocumentOps
+    ) -> None:
+        super().__init__(context)
+        self._memories = memories
+        self._documents = documents
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -142,7 +122,7 @@ class KnowledgeOps:
         if not reason or not reason.strip():
             raise InvalidInput("say why it is outdated (reason)")
         self.store.supersede(memory_id, reason=reason.strip(), new_id=superseded_by, at=utcnow())
-        return self.get(memory_id)
+        return self._memories.get(memory_id)
 
     def merge_duplicates(
         self, primary: str, duplicates: list[str], *, reason: str | None = None
@@ -151,19 +131,19 @@ class KnowledgeOps:
         archived, linked by MERGED_INTO, so nothing is lost."""
         duplicates = list(dict.fromkeys(duplicates))
         self.store.merge_into(primary, duplicates, reason=reason, at=utcnow())
-        keep = self.get(primary)
+        keep = self._memories.get(primary)
         merged = [keep, *self.store.get_memories(duplicates).values()]
         tags = list(dict.fromkeys(t for m in merged for t in m.tags))
         importance = max(m.importance for m in merged)
         if tags != keep.tags or importance != keep.importance:
-            return self.update(primary, tags=tags, importance=importance)
+            return self._memories.update(primary, tags=tags, importance=importance)
         return keep
 
     def promote_to_canonical(self, memory_id: str, *, owner: str) -> Memory:
         """Mark a memory as the canonical statement of its topic; it ranks first in recall."""
         if not owner or not owner.strip():
             raise InvalidInput("a canonical entry needs an owner")
-        current = self.get(memory_id)
+        current = self._memories.get(memory_id)
         if current.lifecycle in ("outdated", "superseded", "archived"):
             newest = self.store.newest_successors([memory_id]).get(memory_id)
             hint = f"; promote its newest version {newest}" if newest else ""
@@ -173,7 +153,7 @@ class KnowledgeOps:
             {"lifecycle": "canonical", "owner": owner.strip(),
              "lifecycle_reason": f"promoted by {owner.strip()}", "updated_at": utcnow()},
         )  # fmt: skip
-        return self.get(memory_id)
+        return self._memories.get(memory_id)
 
     # -- engineering records ----------------------------------------------------------------
 
@@ -183,7 +163,7 @@ class KnowledgeOps:
         common = record.model_dump(include=_COMMON)
         details = record.model_dump(exclude=_COMMON, mode="json")
         common = {**common, "title": common["title"] or title, **extra}
-        return self.remember(
+        return self._memories.remember(
             content,
             **common,
             kind=kind,
@@ -191,7 +171,7 @@ class KnowledgeOps:
             metadata={"record": details},
         )
 
-    def store_decision(self, **fields: Any) -> StoredMemory:
+    def store_decision(self, /, **fields: Any) -> StoredMemory:
         """A decision with its rationale; `avoids` links the dead ends it steers clear of."""
         rec = _parse(DecisionRecord, fields)
         self.store.check_dead_ends(rec.avoids)  # before anything is written
@@ -204,7 +184,7 @@ class KnowledgeOps:
             self.store.link_avoids(memory.id, rec.avoids, at=utcnow())
         return memory
 
-    def store_dead_end(self, **fields: Any) -> StoredMemory:
+    def store_dead_end(self, /, **fields: Any) -> StoredMemory:
         """An approach that failed and why, so nobody tries it again; recall warns about it."""
         rec = _parse(DeadEndRecord, fields)
         return self._store_record(
@@ -213,7 +193,7 @@ class KnowledgeOps:
                            ("Instead", rec.alternative)),
         )  # fmt: skip
 
-    def store_incident(self, **fields: Any) -> StoredMemory:
+    def store_incident(self, /, **fields: Any) -> StoredMemory:
         rec = _parse(IncidentRecord, fields)
         return self._store_record(
             rec, kind="incident", type_="episodic", title=f"Incident: {rec.summary[:70]}",
@@ -223,7 +203,7 @@ class KnowledgeOps:
             **({"created_at": rec.occurred_at} if rec.occurred_at else {}),
         )  # fmt: skip
 
-    def store_runbook(self, **fields: Any) -> StoredMemory:
+    def store_runbook(self, /, **fields: Any) -> StoredMemory:
         """Steps for a situation; cited files are checked for drift later."""
         rec = _parse(RunbookRecord, fields)
         steps = "\n".join(f"{i}. {step}" for i, step in enumerate(rec.steps, start=1))
@@ -239,10 +219,10 @@ class KnowledgeOps:
             self.cite_source(memory.id, path)
         return memory
 
-    def store_postmortem(self, **fields: Any) -> StoredMemory:
+    def store_postmortem(self, /, **fields: Any) -> StoredMemory:
         rec = _parse(PostmortemRecord, fields)
         if rec.incident_id:
-            self.get(rec.incident_id)
+            self._memories.get(rec.incident_id)
         items = "\n".join(f"- {item}" for item in rec.action_items)
         return self._store_record(
             rec, kind="postmortem", type_="semantic", title=f"Postmortem: {rec.summary[:70]}",
@@ -251,10 +231,10 @@ class KnowledgeOps:
         )  # fmt: skip
 
     def search_runbooks(self, query: str, *, limit: int = 5) -> RecallResult:
-        return self.recall(query, limit=limit, filters={"kind": "runbook"})
+        return self._memories.recall(query, limit=limit, filters={"kind": "runbook"})
 
     def recall_similar_incidents(self, query: str, *, limit: int = 5) -> RecallResult:
-        return self.recall(query, limit=limit, filters={"kind": "incident"})
+        return self._memories.recall(query, limit=limit, filters={"kind": "incident"})
 
     # -- canonical knowledge and views ------------------------------------------------------
 
@@ -267,7 +247,7 @@ class KnowledgeOps:
         )
 
     def recall_canonical_knowledge(self, query: str, *, limit: int = 10) -> RecallResult:
-        return self.recall(query, limit=limit, filters={"lifecycle": "canonical"})
+        return self._memories.recall(query, limit=limit, filters={"lifecycle": "canonical"})
 
     def summarize_project_context(
         self, *, context: str | None = None, limit: int = 10
@@ -313,7 +293,7 @@ class KnowledgeOps:
         if when is None:
             raise InvalidInput("as_of is required")
         given = filters.model_dump() if isinstance(filters, MemoryFilter) else dict(filters or {})
-        return self.recall(query, limit=limit, filters={**given, "as_of": when})
+        return self._memories.recall(query, limit=limit, filters={**given, "as_of": when})
 
     def knowledge_timeline(
         self, query: str | None = None, *, memory_id: str | None = None
@@ -324,7 +304,7 @@ class KnowledgeOps:
         documents = self._document_versions(query) if query is not None else []
         if memory_id is None:
             assert query is not None
-            hits = self.recall(query, limit=1).hits
+            hits = self._memories.recall(query, limit=1).hits
             if not hits:
                 return Timeline(anchor_id="", entries=[], documents=documents)
             memory_id = hits[0].memory.id
@@ -341,7 +321,7 @@ class KnowledgeOps:
         when it supersedes nothing and nothing supersedes it."""
         if not self.store.document_index().docs:
             return []
-        found = self.search_docs(query, limit=1, source_type="adr", recipe="bm25").hits
+        found = self._documents.search_docs(query, limit=1, source_type="adr", recipe="bm25").hits
         if not found:
             return []
         doc = self.store.document_index().doc_by_rel(found[0].path)
@@ -415,7 +395,7 @@ class KnowledgeOps:
             cited = self.store.citations(memory_id)
             hashes = {path: _sha256(self.project_root / path) for _, _, path, _ in cited}
             self.store.record_citation_hashes(memory_id, hashes, at=now)
-        return self.get(memory_id)
+        return self._memories.get(memory_id)
 
     def verification_candidates(
         self, *, days: int = 90, min_importance: float = 0.7, limit: int = 50
@@ -430,7 +410,7 @@ class KnowledgeOps:
             )
         )
 
-    def _citation_states(self, memory_id: str) -> list[CitationState]:
+    def citation_states(self, memory_id: str) -> list[CitationState]:
         states = []
         for _, _, path, recorded in self.store.citations(memory_id):
             current = _sha256(self.project_root / path)

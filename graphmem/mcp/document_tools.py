@@ -144,7 +144,7 @@ def document_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         )
 
     return [
-        make_tool(lock, index_documents, INDEX, hints("Index project documents", writes=True)),
+        make_tool(lock, index_documents, INDEX, hints("Index project documents")),
         make_tool(lock, semantic_search, SEARCH, hints("Search project documents")),
         make_tool(lock, expand_section, EXPAND, hints("Read a whole section")),
         make_tool(lock, repo_list, REPO_LIST, hints("List project files")),

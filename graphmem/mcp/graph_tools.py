@@ -101,7 +101,7 @@ def graph_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
         make_tool(lock, recall_multihop, RECALL_MULTIHOP, hints("Multi-hop recall")),
         make_tool(lock, list_entities, LIST_ENTITIES, hints("List entities")),
         make_tool(lock, merge_entities, MERGE_ENTITIES,
-              hints("Merge entities", writes=True, destructive=True, idempotent=False)),
+              hints("Merge entities", destructive=True, idempotent=False)),
         make_tool(lock, index_triples, INDEX_TRIPLES,
-              hints("Extract entities and facts", writes=True)),
+              hints("Extract entities and facts")),
     ]  # fmt: skip

@@ -5,8 +5,9 @@ learnt the full names never breaks (the SDK serves any registered tool; a mode o
 list).
 
 A grouped call runs the full tool itself (same arguments, same function, same result), so there is
-no second implementation. Its input schema (grouped_schema.py) holds each action to exactly its
-tool's arguments.
+no second implementation. Which full tool each action is comes from graphmem.registry (each
+operation's MCP tool names its group and action); a group here says what grouped mode shows of it.
+Its input schema (grouped_schema.py) holds each action to exactly its tool's arguments.
 
 Grouped mode exists to weigh little in the model's context, so a grouped tool says each thing
 once: what it is for and a few words on each action whose name does not say it, in its
@@ -31,6 +32,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 
 from graphmem.mcp.grouped_schema import input_schema
 from graphmem.mcp.tooling import hints
+from graphmem.registry import BY_TOOL, group_tools
 
 __all__ = ["CORE", "GROUPS", "HINTS", "Group", "ToolMode", "grouped_tools", "listed"]
 
@@ -41,15 +43,20 @@ CORE = ("store_memory", "recall_memory", "summarize_project_context")
 
 @dataclass(frozen=True)
 class Group:
-    """One grouped tool: its name, what it is for, its actions as (full tool, a few words on what
-    the action does, or "" when its name says it), and a hint for each argument whose name does
-    not say what to give (added to `HINTS`)."""
+    """One grouped tool: its name, what it is for, a few words on each action whose name does
+    not say what it does (`notes`), and a hint for each argument whose name does not say what to
+    give (added to `HINTS`). Its actions are the registry's."""
 
     name: str
     title: str
     purpose: str
-    actions: dict[str, tuple[str, str]]
+    notes: dict[str, str] = field(default_factory=dict)
     hints: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def actions(self) -> dict[str, tuple[str, str]]:
+        """Each action as (its full tool, its note or ""), in the registry's order."""
+        return {t.action: (t.name, self.notes.get(t.action, "")) for t in group_tools(self.name)}
 
 
 # Hints for arguments that several grouped tools take and that mean the same in each.
@@ -62,13 +69,10 @@ GROUPS = (
         "Long-term memory of this project, shared by every agent: recall before a task or at an "
         "unfamiliar error; store what you decide, learn or abandon.",
         {
-            "store": ("store_memory", ""),
-            "recall": ("recall_memory", "by meaning and words; warns of dead ends"),
-            "get": ("get_memory", ""),
-            "update": ("update_memory", "only the fields given"),
-            "delete": ("delete_memory", "for good"),
-            "list": ("list_memories", "by filter, newest first"),
-            "stats": ("memory_stats", ""),
+            "recall": "by meaning and words; warns of dead ends",
+            "update": "only the fields given",
+            "delete": "for good",
+            "list": "by filter, newest first",
         },
     ),
     Group(
@@ -77,26 +81,19 @@ GROUPS = (
         "Engineering knowledge over time. Start work with summarize_context; retire what is no "
         "longer true with mark_outdated, not delete.",
         {
-            "summarize_context": ("summarize_project_context", "canonical, then recent"),
-            "store_decision": ("store_decision", ""),
-            "store_dead_end": ("store_dead_end", "a failed approach, so nobody retries it"),
-            "store_incident": ("store_incident", ""),
-            "store_runbook": ("store_runbook", ""),
-            "store_postmortem": ("store_postmortem", ""),
-            "mark_outdated": ("mark_outdated", "retire; superseded_by links its successor"),
-            "merge_duplicates": ("merge_duplicates", "archive copies into the primary"),
-            "search_runbooks": ("search_runbooks", ""),
-            "similar_incidents": ("recall_similar_incidents", "past incidents like a symptom"),
-            "promote": ("promote_to_canonical", "to canonical"),
-            "list_canonical": ("list_canonical_knowledge", ""),
-            "recall_canonical": ("recall_canonical_knowledge", ""),
-            "bank_view": ("project_bank_view", "one kind of record"),
-            "recall_as_of": ("recall_as_of", "as known at a past date"),
-            "timeline": ("knowledge_timeline", "every version of one piece of knowledge"),
-            "cite": ("cite_source", "a memory relies on a file"),
-            "verify": ("verify_entry", "record a check and its outcome"),
-            "verification_candidates": ("verification_candidates", "due for a check"),
-            "drift_scan": ("drift_scan", "cited files that changed"),
+            "summarize_context": "canonical, then recent",
+            "store_dead_end": "a failed approach, so nobody retries it",
+            "mark_outdated": "retire; superseded_by links its successor",
+            "merge_duplicates": "archive copies into the primary",
+            "similar_incidents": "past incidents like a symptom",
+            "promote": "to canonical",
+            "bank_view": "one kind of record",
+            "recall_as_of": "as known at a past date",
+            "timeline": "every version of one piece of knowledge",
+            "cite": "a memory relies on a file",
+            "verify": "record a check and its outcome",
+            "verification_candidates": "due for a check",
+            "drift_scan": "cited files that changed",
         },
         {
             "as_of": "ISO date, UTC",
@@ -114,10 +111,9 @@ GROUPS = (
         "Entity graph",
         "Entities and facts extracted from memories.",
         {
-            "multihop": ("recall_multihop", "why/how chains, with the path to each hit"),
-            "entities": ("list_entities", "named things memories mention"),
-            "merge_entities": ("merge_entities", ""),
-            "index_triples": ("index_triples", "extract what waits"),
+            "multihop": "why/how chains, with the path to each hit",
+            "entities": "named things memories mention",
+            "index_triples": "extract what waits",
         },
         {"seed_k": "recall hits to start from", "label": "e.g. service, person"},
     ),
@@ -126,9 +122,9 @@ GROUPS = (
         "Project documents",
         "The project's indexed documents (ADRs, runbooks, postmortems, READMEs...).",
         {
-            "search": ("semantic_search", "sections that answer a question"),
-            "expand": ("expand_section", "a whole section"),
-            "index": ("index_documents", "changed documents"),
+            "search": "sections that answer a question",
+            "expand": "a whole section",
+            "index": "changed documents",
         },
         {
             "source_type": "e.g. runbook, adr",
@@ -141,9 +137,9 @@ GROUPS = (
         "Project files",
         "The project's files, read-only.",
         {
-            "list": ("repo_list", "a folder"),
-            "read": ("repo_read", "lines of a text file"),
-            "search": ("repo_search", "lines matching text or a regex"),
+            "list": "a folder",
+            "read": "lines of a text file",
+            "search": "lines matching text or a regex",
         },
         {"path": "from the project root", "pattern": "a glob on names"},
     ),
@@ -152,11 +148,11 @@ GROUPS = (
         "Sessions and review",
         "Close a session with its summary; review the changes it proposed.",
         {
-            "close": ("close_session", "plan, or apply, what a summary means"),
-            "review": ("review_session_changes", "the review queue"),
-            "resolve": ("resolve_review_item", "one item"),
-            "accept": ("accept_session_changes", "items, or a session's pending ones"),
-            "resolve_queue": ("resolve_review_queue", "the items filters select"),
+            "close": "plan, or apply, what a summary means",
+            "review": "the review queue",
+            "resolve": "one item",
+            "accept": "items, or a session's pending ones",
+            "resolve_queue": "the items filters select",
         },
         {
             "summary": "one statement a bullet",
@@ -173,19 +169,18 @@ GROUPS = (
         "Tend the store: duplicates, conflicts, stale entries, canonical candidates, orphans; "
         "memory layers (surface < episodic < semantic < character).",
         {
-            "run": ("steward_run", "look; dry_run=false files and applies"),
-            "inbox": ("steward_inbox", "findings"),
-            "resolve": ("steward_inbox_resolve", "apply or dismiss a finding"),
-            "policy": ("steward_policy", "read, or change with updates"),
-            "status": ("steward_status", ""),
-            "report": ("steward_report", "one run's findings"),
-            "undo": ("steward_undo", "put back a run, a finding or an audit record"),
-            "sweep": ("sweep_archive", "archive old unused memory"),
-            "recount": ("recount_references", "reference counts"),
-            "conflicts": ("conflicts_report", "open conflicts"),
-            "sediment": ("sediment_cycle", "move memories through the layers"),
-            "promote_layer": ("promote_sediment", "one memory up"),
-            "demote_layer": ("demote_sediment", "one memory down"),
+            "run": "look; dry_run=false files and applies",
+            "inbox": "findings",
+            "resolve": "apply or dismiss a finding",
+            "policy": "read, or change with updates",
+            "report": "one run's findings",
+            "undo": "put back a run, a finding or an audit record",
+            "sweep": "archive old unused memory",
+            "recount": "reference counts",
+            "conflicts": "open conflicts",
+            "sediment": "move memories through the layers",
+            "promote_layer": "one memory up",
+            "demote_layer": "one memory down",
         },
         {
             "id": "resolve: a finding; undo: a run, finding or audit record; *_layer: a memory",
@@ -197,8 +192,7 @@ GROUPS = (
         "admin",
         "Store internals",
         "Read-only Cypher over the graph, for what the other tools cannot answer.",
-        {"cypher": ("cypher_query", "")},
-        {"params": "values of its $parameters"},
+        hints={"params": "values of its $parameters"},
     ),
 )
 
@@ -232,13 +226,17 @@ def listed(mode: ToolMode, tools: list[Tool]) -> list[Tool]:
 
 
 def grouped_tools(full: list[Tool]) -> list[Tool]:
-    """One GroupedTool per group over the full tools, which must each be in exactly one group."""
+    """One GroupedTool per group over the full tools: every tool of the registry must be among
+    them (and make_tool refuses one the registry does not declare), and every group of the
+    registry must be one of GROUPS, so no operation misses a transport it should be on."""
     by_name = {tool.name: tool for tool in full}
-    grouped = [name for group in GROUPS for name, _ in group.actions.values()]
-    if sorted(grouped) != sorted(by_name):
+    missing = sorted(set(BY_TOOL) - set(by_name))
+    groups = {t.group for op in BY_TOOL.values() for t in op.tools}
+    unknown = sorted(groups - {group.name for group in GROUPS})
+    if missing or unknown or len(by_name) != len(full):
         raise ValueError(
-            f"tools in no group: {sorted(set(by_name) - set(grouped))}; "
-            f"groups naming no tool or one twice: {sorted(set(grouped) ^ set(by_name))}"
+            f"registry tools without a tools module's function: {missing}; "
+            f"registry groups with no Group: {unknown}; tools made twice: {len(full) - len(by_name)}"
         )
     return [_grouped(group, by_name) for group in GROUPS]
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import Tool as MCPTool
 
 from graphmem.mcp.document_tools import document_tools
@@ -43,6 +44,7 @@ __all__ = [
     "Deleted",
     "build_server",
     "error_text",
+    "every_tool",
     "graphmem_version",
     "serve_stdio",
 ]
@@ -137,12 +139,9 @@ class GraphmemServer(MCPServer[Any]):
         return [tool for tool in await super().list_tools() if tool.name in self.listed]
 
 
-def build_server(gm: GraphMemory, mode: ToolMode | None = None) -> MCPServer[Any]:
-    """An MCPServer named "graphmem" whose tools call `gm`; the caller owns (and closes) `gm`.
-
-    `mode` defaults to the `mcp_tools` setting."""
-    mode = mode or gm.settings.mcp_tools
-    lock = threading.Lock()
+def every_tool(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
+    """Every tool over `gm`: the full ones (each declared by graphmem.registry), then the grouped
+    ones over them; `lock` serialises their calls."""
     full = (
         memory_tools(gm, lock)
         + knowledge_tools(gm, lock)
@@ -151,7 +150,15 @@ def build_server(gm: GraphMemory, mode: ToolMode | None = None) -> MCPServer[Any
         + session_tools(gm, lock)
         + steward_tools(gm, lock)
     )
-    tools = full + grouped_tools(full)
+    return full + grouped_tools(full)
+
+
+def build_server(gm: GraphMemory, mode: ToolMode | None = None) -> MCPServer[Any]:
+    """An MCPServer named "graphmem" whose tools call `gm`; the caller owns (and closes) `gm`.
+
+    `mode` defaults to the `mcp_tools` setting."""
+    mode = mode or gm.settings.mcp_tools
+    tools = every_tool(gm, threading.Lock())
     return GraphmemServer(
         SERVER_NAME,
         title="graphmem memory store",

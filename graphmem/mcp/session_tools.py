@@ -121,11 +121,11 @@ def session_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
 
     return [
         make_tool(lock, close_session, CLOSE,
-                  hints("Close a session", writes=True, idempotent=False)),
+                  hints("Close a session", idempotent=False)),
         make_tool(lock, review_session_changes, REVIEW, hints("Review queue")),
-        make_tool(lock, resolve_review_item, RESOLVE, hints("Resolve a review item", writes=True)),
+        make_tool(lock, resolve_review_item, RESOLVE, hints("Resolve a review item")),
         make_tool(lock, accept_session_changes, ACCEPT,
-                  hints("Accept review items", writes=True)),
+                  hints("Accept review items")),
         make_tool(lock, resolve_review_queue, RESOLVE_QUEUE,
-                  hints("Resolve the review queue", writes=True)),
+                  hints("Resolve the review queue")),
     ]  # fmt: skip

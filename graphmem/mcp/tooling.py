@@ -1,5 +1,6 @@
 """Turning a function into an MCP tool: strict arguments, graphmem errors as tool errors, one lock
-around the store, and lean schemas (schemas.py)."""
+around the store, lean schemas (schemas.py), and whether it only reads, as graphmem.registry
+declares the operation the tool runs."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from graphmem.errors import GraphmemError
 from graphmem.mcp.present import FORMS
 from graphmem.mcp.schemas import argument_schema, output_schema
+from graphmem.registry import BY_TOOL
 
 __all__ = ["error_text", "guard", "hints", "make_tool"]
 
@@ -46,14 +48,15 @@ def guard(lock: threading.Lock, fn: Callable[P, R]) -> Callable[P, R]:
 def hints(
     title: str,
     *,
-    writes: bool = False,
     destructive: bool = False,
     idempotent: bool = True,
+    writes: bool | None = None,
 ) -> ToolAnnotations:
-    """Tool annotations; every tool works on the local store only (openWorldHint false)."""
+    """Tool annotations; every tool works on the local store only (openWorldHint false). A full
+    tool leaves `writes` out: make_tool takes it from the registry's line for its operation."""
     return ToolAnnotations(
         title=title,
-        read_only_hint=not writes,
+        read_only_hint=None if writes is None else not writes,
         destructive_hint=destructive,
         idempotent_hint=idempotent,
         open_world_hint=False,
@@ -68,11 +71,17 @@ def make_tool(
 ) -> Tool:
     """Register `fn` as a structured-output tool that rejects arguments it does not know.
 
-    The SDK ignores unknown arguments by default, so a misspelt `tag` for `tags` would be dropped
-    without a word; forbidding extras turns it into a tool error that names the argument. A tool
-    returning `Annotated[CallToolResult, Model]` with a compact form (present.FORMS) and a `detail`
-    argument gets `compact | full` as its output schema, so both details validate.
+    The tool is named after `fn`, which graphmem.registry must declare as an operation's tool:
+    its read-only hint is the operation's. The SDK ignores unknown arguments by default, so a
+    misspelt `tag` for `tags` would be dropped without a word; forbidding extras turns it into a
+    tool error that names the argument. A tool returning `Annotated[CallToolResult, Model]` with
+    a compact form (present.FORMS) and a `detail` argument gets `compact | full` as its output
+    schema, so both details validate.
     """
+    op = BY_TOOL.get(fn.__name__)
+    if op is None:
+        raise ValueError(f"MCP tool {fn.__name__} runs no operation of graphmem.registry")
+    annotations = annotations.model_copy(update={"read_only_hint": op.reads})
     tool = Tool.from_function(
         guard(lock, fn),
         name=fn.__name__,

@@ -1,5 +1,5 @@
-"""CheckpointOps: a running session's recent conversation, kept as a `checkpoint` memory (mixed
-into GraphMemory).
+"""CheckpointOps, the service of GraphMemory that keeps a running session's recent conversation
+as a `checkpoint` memory.
 
 An agent's context is compacted or thrown away when its session ends; what was said since the
 last checkpoint is stored so that the next session can recall it. Hooks fire often (a Stop hook
@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import Field
 
 from graphmem.documents.redact import redact
 from graphmem.errors import InvalidInput
-from graphmem.models import Memory, Model, StoredMemory
+from graphmem.models import Memory, Model
+from graphmem.service_context import Service, ServiceContext
 from graphmem.storage.selection import MemorySelection
 
 if TYPE_CHECKING:
-    from graphmem.embeddings.base import Embedder
-    from graphmem.settings import Settings
-    from graphmem.storage.store import KuzuStore
+    from graphmem.memory_ops import MemoryOps
 
 # a private block; one left open hides everything after it (a cut-off paste must not leak)
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -81,19 +80,13 @@ def clean_capture(text: str) -> tuple[str, int]:
     return kept, count
 
 
-class CheckpointOps:
+class CheckpointOps(Service):
     """`checkpoint`: store a session's recent conversation unless it repeats the last one."""
 
-    checkpoint_dedup: DedupPolicy | None = None  # None: the settings' thresholds
-
-    if TYPE_CHECKING:
-        store: KuzuStore
-        settings: Settings
-
-        @property
-        def embedder(self) -> Embedder: ...
-
-        def remember(self, content: str, **fields: Any) -> StoredMemory: ...
+    def __init__(self, context: ServiceContext, memories: MemoryOps) -> None:
+        super().__init__(context)
+        self._memories = memories
+        self.dedup: DedupPolicy | None = None  # None: the settings' thresholds
 
     def checkpoint(
         self,
@@ -112,9 +105,7 @@ class CheckpointOps:
             return CheckpointResult(stored=False, reason="empty", redacted=redacted)
         last = self.last_checkpoint(session_id) if session_id else None
         if last is not None:
-            policy = self.checkpoint_dedup or DedupPolicy(
-                min_cosine=self.settings.checkpoint_min_cosine
-            )
+            policy = self.dedup or DedupPolicy(min_cosine=self.settings.checkpoint_min_cosine)
             if policy.same_text and normalised(last.content) == normalised(kept):
                 return CheckpointResult(
                     stored=False, memory_id=last.id, reason="same_text", similarity=1.0,
@@ -127,7 +118,7 @@ class CheckpointOps:
                     similarity=round(similarity, 4), chars=len(kept), redacted=redacted,
                 )  # fmt: skip
         tags = ["checkpoint", *([client] if client else [])]
-        memory = self.remember(
+        memory = self._memories.remember(
             kept,
             kind="checkpoint",
             type="episodic",

@@ -1,4 +1,4 @@
-"""GraphMemory's sessions: close one (plan an action per statement of its summary, apply what the
+"""SessionOps, the service of GraphMemory for sessions: close one (plan an action per statement of its summary, apply what the
 mode lets apply, queue the rest for review), and work the review queue.
 
 Every change applied, by a session or by resolving an item, writes an Audit row (who, when, the
@@ -9,13 +9,14 @@ change from being proposed again.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from graphmem.documents.redact import redact
 from graphmem.errors import GraphmemError, InvalidInput, check_limit
 from graphmem.ids import new_id
 from graphmem.models import utcnow
+from graphmem.service_context import Service, ServiceContext
 from graphmem.sessions.checkpoint import strip_private
 from graphmem.sessions.models import (
     SESSION_MODES,
@@ -31,10 +32,9 @@ from graphmem.sessions.statements import infer_mode, statement_kind, statements
 from graphmem.usage import unnoticed
 
 if TYPE_CHECKING:
-    from graphmem.models import Memory, RecallResult, StoredMemory
-    from graphmem.settings import Settings
-    from graphmem.steward.schedule import StewardSchedule
-    from graphmem.storage.store import KuzuStore
+    from graphmem.knowledge.ops import KnowledgeOps
+    from graphmem.memory_ops import MemoryOps
+    from graphmem.models import Memory
 
 NEIGHBOURS = 5
 _RESOLUTIONS = {"accept": "accepted", "reject": "rejected", "defer": "deferred"}
@@ -50,20 +50,21 @@ def fingerprint(action: str, target: str | None, statement: str) -> str:
     return hashlib.sha256(f"{action}|{target or ''}|{words}".encode()).hexdigest()[:32]
 
 
-class SessionOps:
-    if TYPE_CHECKING:
-        store: KuzuStore
-        settings: Settings
-        steward_schedule: StewardSchedule | None
-
-        def remember(self, content: str, **fields: Any) -> StoredMemory: ...
-        def get(self, memory_id: str) -> Memory: ...
-        def update(self, memory_id: str, **changes: Any) -> Memory: ...
-        def recall(self, query: str, *, limit: int = 10, explain: bool = False) -> RecallResult: ...
-        def mark_outdated(
-            self, memory_id: str, *, reason: str, superseded_by: str | None = None
-        ) -> Memory: ...
-        def promote_to_canonical(self, memory_id: str, *, owner: str) -> Memory: ...
+class SessionOps(Service):
+    def __init__(
+        self,
+        context: ServiceContext,
+        memories: MemoryOps,
+        knowledge: KnowledgeOps,
+        *,
+        closed: Callable[[], None],
+    ) -> None:
+        """`closed` is told when a session closed for real (the owner's steward tends what it
+        stored)."""
+        super().__init__(context)
+        self._memories = memories
+        self._knowledge = knowledge
+        self._closed = closed
 
     def close_session(
         self,
@@ -113,7 +114,7 @@ class SessionOps:
                 session, client=client, mode=chosen, context=context, service=service, cwd=cwd,
                 ended_at=utcnow(), summary_id=None,
             )  # fmt: skip
-            stored = self.remember(
+            stored = self._memories.remember(
                 text, kind="summary", type="episodic", context=context, service=service,
                 session_id=session, tags=["session", chosen], client_session=session,
             )  # fmt: skip
@@ -133,13 +134,12 @@ class SessionOps:
                         session, _item_fields(action, prints[id(action)], context, service)
                     )
             self.store.link_to_session(session, [m for m in linked if m])
-        if self.steward_schedule is not None:  # in the owner: tend what the session stored
-            self.steward_schedule.session_closed()
+        self._closed()
         return plan
 
     def _neighbours(self, statement: str) -> list[Neighbour]:
         with unnoticed():  # comparing a statement with the store is not a use of what it finds
-            found = self.recall(statement, limit=NEIGHBOURS, explain=True).hits
+            found = self._memories.recall(statement, limit=NEIGHBOURS, explain=True).hits
         out = []
         for hit in found:
             parts = hit.explain or {}
@@ -161,13 +161,13 @@ class SessionOps:
         kind, type_, tags = STORED_AS[action.statement_kind]
         who = actor or "session"
         if action.action in ("new", "supersede"):
-            stored = self.remember(
+            stored = self._memories.remember(
                 action.statement, kind=kind, type=type_, tags=tags, context=context,
                 service=service, session_id=session,
             )  # fmt: skip
             if action.action == "supersede" and action.target:
-                before = self.get(action.target)
-                self.mark_outdated(
+                before = self._memories.get(action.target)
+                self._knowledge.mark_outdated(
                     action.target,
                     reason=f"superseded in session {session}",
                     superseded_by=stored.id,
@@ -179,12 +179,14 @@ class SessionOps:
             return stored.id
         if action.target is None:  # raw_only: the summary holds it
             return ""
-        before = self.get(action.target)
+        before = self._memories.get(action.target)
         after: Memory = before
         if action.action == "update":
-            after = self.update(action.target, content=f"{before.content}\n\n{action.statement}")
+            after = self._memories.update(
+                action.target, content=f"{before.content}\n\n{action.statement}"
+            )
         elif action.action == "promote":
-            after = self.promote_to_canonical(action.target, owner=who)
+            after = self._knowledge.promote_to_canonical(action.target, owner=who)
         self.store.audit(actor=who, action=action.action, target=action.target, item=item,
                          before=before.model_dump(mode="json"), after=after.model_dump(mode="json"))  # fmt: skip
         return action.target

@@ -1,4 +1,4 @@
-"""GraphMemory's steward: find duplicates, conflicts, stale entries, canonical candidates and
+"""StewardOps, the service of GraphMemory that tends the store: find duplicates, conflicts, stale entries, canonical candidates and
 orphans (graphmem.steward.detect), file them in an inbox, apply what the policy allows, and undo.
 
 - A finding is filed once: one already pending, or resolved, is filed again only when its
@@ -30,6 +30,7 @@ from graphmem.errors import (
 from graphmem.foreground import FOREGROUND
 from graphmem.ids import new_id
 from graphmem.models import utcnow
+from graphmem.service_context import Service, ServiceContext
 from graphmem.steward import detect, sediment
 from graphmem.steward.models import (
     FINDING_KINDS,
@@ -44,7 +45,6 @@ from graphmem.steward.models import (
     StewardStatus,
     UndoReport,
 )
-from graphmem.steward.upkeep import UpkeepOps
 from graphmem.storage.steward import POLICY_KEY
 from graphmem.storage.vectors import table_for
 from graphmem.usage import unnoticed
@@ -52,40 +52,32 @@ from graphmem.usage import unnoticed
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from graphmem.embeddings.base import Embedder
-    from graphmem.knowledge.models import DriftReport
-    from graphmem.models import Memory
+    from graphmem.knowledge.ops import KnowledgeOps
+    from graphmem.memory_ops import MemoryOps
     from graphmem.steward.schedule import StewardSchedule
-    from graphmem.storage.store import KuzuStore
-    from graphmem.usage import UsageLog
 
 _RESOLVED = ("applied", "dismissed")
 _LIVE = ("active", "canonical")
 
 
-class StewardOps(UpkeepOps):
-    # set by the owner process, which runs the steward on the policy's schedule
-    steward_schedule: StewardSchedule | None = None
+class StewardOps(Service):
+    def __init__(
+        self, context: ServiceContext, memories: MemoryOps, knowledge: KnowledgeOps
+    ) -> None:
+        super().__init__(context)
+        self._memories = memories
+        self._knowledge = knowledge
+        self.schedule: StewardSchedule | None = None  # the owner's (graphmem.steward.schedule)
 
-    if TYPE_CHECKING:
-        store: KuzuStore
-        _usage: UsageLog
+    def use_schedule(self, schedule: StewardSchedule) -> None:
+        """Runs on `schedule` from now on: its next run is in the status, and a closed
+        session brings one."""
+        self.schedule = schedule
 
-        @property
-        def embedder(self) -> Embedder: ...
-        def get(self, memory_id: str) -> Memory: ...
-        def update(self, memory_id: str, **changes: Any) -> Memory: ...
-        def mark_outdated(
-            self, memory_id: str, *, reason: str, superseded_by: str | None = None
-        ) -> Memory: ...
-        def merge_duplicates(
-            self, primary: str, duplicates: list[str], *, reason: str | None = None
-        ) -> Memory: ...
-        def promote_to_canonical(self, memory_id: str, *, owner: str) -> Memory: ...
-        def verify_entry(
-            self, memory_id: str, *, method: str, status: str, note: str | None = None
-        ) -> Memory: ...
-        def drift_scan(self) -> DriftReport: ...
+    def session_closed(self) -> None:
+        """In the owner, a run soon tends what the session stored."""
+        if self.schedule is not None:
+            self.schedule.session_closed()
 
     # -- the policy ----------------------------------------------------------------------------
 
@@ -126,7 +118,7 @@ class StewardOps(UpkeepOps):
         if scope not in STEWARD_SCOPES:
             raise InvalidInput(f"scope must be one of {', '.join(STEWARD_SCOPES)}", scope=scope)
         started, clock = utcnow(), time.perf_counter()
-        self._usage.flush()  # the counts of the latest recalls count
+        self.context.usage.flush()  # the counts of the latest recalls count
         policy = self.steward_policy()
         run = StewardRun(
             id=new_id(), scope=scope, dry_run=dry_run, context=context,  # type: ignore[arg-type]
@@ -235,7 +227,7 @@ class StewardOps(UpkeepOps):
             found += detect.live_middles(
                 [(n, o) for n, o in self.store.superseded_but_live() if o in live]
             )
-            drift = self.drift_scan()
+            drift = self._knowledge.drift_scan()
             found += detect.drifted(
                 [(i.memory_id, i.path, i.status, i.current_sha256) for i in drift.items
                  if i.memory_id in live]
@@ -276,7 +268,7 @@ class StewardOps(UpkeepOps):
             before = {"memories": self.store.memory_state(targets)}
             if finding.action == "merge":
                 kept, *copies = targets
-                self.merge_duplicates(kept, copies, reason=f"steward: {finding.kind}")
+                self._knowledge.merge_duplicates(kept, copies, reason=f"steward: {finding.kind}")
                 made = [["MERGED_INTO", copy, kept] for copy in copies]
             elif finding.kind == "live_middle":
                 older, newer = targets
@@ -287,8 +279,8 @@ class StewardOps(UpkeepOps):
                 )  # fmt: skip
             elif finding.action in ("supersede", "mark_outdated"):
                 older, newer = self._older_newer(targets)
-                same_kind = self.get(older).kind == self.get(newer).kind
-                self.mark_outdated(
+                same_kind = self._memories.get(older).kind == self._memories.get(newer).kind
+                self._knowledge.mark_outdated(
                     older,
                     reason=f"steward: {finding.kind}: {newer} is newer",
                     superseded_by=newer if same_kind else None,
@@ -302,9 +294,9 @@ class StewardOps(UpkeepOps):
                      "lifecycle_reason": f"steward: {finding.kind}"},
                 )  # fmt: skip
             elif finding.action == "promote":
-                self.promote_to_canonical(targets[0], owner="steward")
+                self._knowledge.promote_to_canonical(targets[0], owner="steward")
             elif finding.action == "verify":
-                self.verify_entry(
+                self._knowledge.verify_entry(
                     targets[0], method="checked from the steward inbox", status="verified",
                     note=finding.summary,
                 )  # fmt: skip
@@ -344,7 +336,7 @@ class StewardOps(UpkeepOps):
                 )
 
     def _older_newer(self, targets: list[str]) -> tuple[str, str]:
-        a, b = (self.get(t) for t in targets[:2])
+        a, b = (self._memories.get(t) for t in targets[:2])
         return (a.id, b.id) if (a.created_at, a.id) <= (b.created_at, b.id) else (b.id, a.id)
 
     def _state_of(self, ids: list[str]) -> dict[str, Any]:
@@ -512,7 +504,7 @@ class StewardOps(UpkeepOps):
 
     def _next_steward_run(self) -> datetime | None:
         """Only the owner runs the steward on a schedule."""
-        schedule = self.steward_schedule
+        schedule = self.schedule
         return schedule.next_run_at() if schedule is not None else None
 
 

@@ -1,6 +1,9 @@
 """The steward in the owner process: a run every `schedule_hours` (the policy's), and one soon
 after a session closes, when what it stored may repeat what the store held; each run is followed
-by a sediment cycle. One run at a time, on its own thread, never on a request's."""
+by a sediment cycle. One run at a time, on its own thread, never on a request's.
+
+It runs the steward's services themselves (GraphMemory.start_steward_schedule builds it), so
+this module never imports the facade."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from graphmem.errors import GraphmemError
 from graphmem.models import utcnow
 
 if TYPE_CHECKING:
-    from graphmem.service import GraphMemory
+    from graphmem.steward.ops import StewardOps
+    from graphmem.steward.upkeep import UpkeepOps
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +26,9 @@ AFTER_SESSION_SECONDS = 30.0  # a closed session's run waits this long for the n
 
 
 class StewardSchedule:
-    def __init__(self, gm: GraphMemory, stopping: threading.Event) -> None:
-        self._gm = gm
+    def __init__(self, steward: StewardOps, upkeep: UpkeepOps, stopping: threading.Event) -> None:
+        self._steward = steward
+        self._upkeep = upkeep
         self._stopping = stopping
         self._wake = threading.Event()
         self._session_closed_at: datetime | None = None
@@ -39,10 +44,10 @@ class StewardSchedule:
         self._wake.set()
 
     def next_run_at(self) -> datetime | None:
-        hours = self._gm.steward_policy().schedule_hours
+        hours = self._steward.steward_policy().schedule_hours
         if hours <= 0:
             return None
-        last = self._gm.steward_status_last_finished()
+        last = self._steward.steward_status_last_finished()
         return utcnow() if last is None else last + timedelta(hours=hours)
 
     def _due(self) -> str | None:
@@ -67,12 +72,12 @@ class StewardSchedule:
                     self._session_closed_at = None
                 self.busy = True
                 # a run keeps to one core itself (steward_run), leaving the rest to requests
-                run = self._gm.steward_run("all", dry_run=False, actor="steward")
+                run = self._steward.steward_run("all", dry_run=False, actor="steward")
                 log.info(
                     "steward (%s): %d found, %d applied, %d filed",
                     reason, sum(run.found.values()), run.applied, run.filed,
                 )  # fmt: skip
-                moved = self._gm.sediment_cycle(dry_run=False, actor="steward")
+                moved = self._upkeep.sediment_cycle(dry_run=False, actor="steward")
                 log.info("sediment: %s", moved.counts or "nothing moved")
             except GraphmemError as exc:
                 log.warning("steward run failed: %s", exc.message)

@@ -1,4 +1,4 @@
-"""The steward's upkeep beside its runs: sweeping old unused memory into the archive,
+"""UpkeepOps, the steward's upkeep beside its runs, a service of GraphMemory: sweeping old unused memory into the archive,
 recounting references, and sedimentation (graphmem.steward.sediment). Each is undone by its
 run, as a steward run is."""
 
@@ -9,29 +9,25 @@ from typing import TYPE_CHECKING
 
 from graphmem.ids import new_id
 from graphmem.models import utcnow
+from graphmem.service_context import Service, ServiceContext
 from graphmem.steward import sediment
 from graphmem.steward.models import (
     Layer,
     ReferenceReport,
     SedimentMove,
     SedimentReport,
-    StewardPolicy,
     SweepReport,
 )
 
 if TYPE_CHECKING:
-    from typing import Any
-
-    from graphmem.storage.store import KuzuStore
-    from graphmem.usage import UsageLog
+    from graphmem.steward.ops import StewardOps
 
 
-class UpkeepOps:
-    if TYPE_CHECKING:
-        store: KuzuStore
-        _usage: UsageLog
-
-        def steward_policy(self, updates: dict[str, Any] | None = None) -> StewardPolicy: ...
+class UpkeepOps(Service):
+    def __init__(self, context: ServiceContext, steward: StewardOps) -> None:
+        """The steward's policy says how old, how little used and how referenced."""
+        super().__init__(context)
+        self._steward = steward
 
     # -- sweeping, references --------------------------------------------------------------------
 
@@ -39,8 +35,8 @@ class UpkeepOps:
         """Archive (never delete) old episodic and working memory of little value, by policy:
         older than `sweep_days`, at most `sweep_max_importance`, never used, referenced by
         nothing. Undo with the report's run."""
-        policy = self.steward_policy()
-        self._usage.flush()
+        policy = self._steward.steward_policy()
+        self.context.usage.flush()
         before = utcnow() - timedelta(days=policy.sweep_days)
         found = self.store.sweepable(before=before, max_importance=policy.sweep_max_importance)
         report = SweepReport(
@@ -82,8 +78,10 @@ class UpkeepOps:
     def sediment_cycle(self, *, dry_run: bool = True, actor: str = "user") -> SedimentReport:
         """Move live memories a layer up by age, targeted use and references, or down by
         disuse (the policy's `sediment_*`); unless `dry_run`, undone by the report's run."""
-        self._usage.flush()  # the latest uses count
-        return sediment.cycle(self.store, self.steward_policy(), dry_run=dry_run, actor=actor)
+        self.context.usage.flush()  # the latest uses count
+        return sediment.cycle(
+            self.store, self._steward.steward_policy(), dry_run=dry_run, actor=actor
+        )
 
     def promote_sediment(
         self, memory_id: str, *, layer: Layer | None = None, note: str | None = None,

@@ -409,7 +409,7 @@ def test_an_error_inside_the_owner_injects_nothing(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("index corrupted")
 
-    monkeypatch.setattr(owner.gm, "list_canonical_knowledge", broken)
+    monkeypatch.setattr(owner.gm.knowledge, "list_canonical_knowledge", broken)
     assert run_hook(owner.home, "session-start", {"session_id": SESSION}) == ""
     assert "index corrupted" in (owner.home / "hooks.log").read_text()
 
@@ -521,7 +521,7 @@ def test_a_pending_capture_that_fails_waits_and_an_unreadable_one_is_dropped(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("store closing")
 
-    monkeypatch.setattr(owner.gm, "checkpoint", broken)
+    monkeypatch.setattr(owner.gm.checkpoints, "checkpoint", broken)
     run_hook(owner.home, "session-start", {"session_id": SESSION})
     assert owner.gm.hook_jobs_done(timeout=30)
     assert not (folder / "1-bad.json").exists()

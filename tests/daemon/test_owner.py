@@ -18,11 +18,9 @@ from typing import Any
 
 import pytest
 
-from graphmem.api import DocumentAPI, GraphAPI, HookAPI, KnowledgeAPI, SessionAPI, StewardAPI
 from graphmem.daemon.client import RemoteMemory, connect, start_owner, stop_owner
 from graphmem.daemon.owner import Owner
 from graphmem.daemon.paths import live_owner, owner_file
-from graphmem.daemon.protocol import METHODS
 from graphmem.documents.models import DocumentPage
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import Conflict, InvalidInput, NotFound, StoreLocked
@@ -218,17 +216,6 @@ def test_the_documents_overview_and_a_document_page_come_through_the_owner(
     assert [c.memory_id for c in page.cited_by] == [memory.id]
 
 
-def test_every_api_method_is_served_by_the_owner_and_forwarded_by_the_client() -> None:
-    names = {
-        name
-        for api in (KnowledgeAPI, GraphAPI, DocumentAPI, SessionAPI, StewardAPI, HookAPI)
-        for name, value in vars(api).items()
-        if callable(value) and not name.startswith("_")
-    }
-    assert names <= METHODS
-    assert all(callable(getattr(RemoteMemory, name, None)) for name in names)
-
-
 def test_the_owner_extracts_entities_in_the_background_and_serves_the_graph(
     owner: Owner,
 ) -> None:
@@ -383,13 +370,13 @@ def test_the_owner_stays_up_until_an_imports_passages_are_embedded(
     settings = load_settings(tmp_path / "store", environ={}, overrides={"daemon_idle_timeout": 0.5})
     gm = GraphMemory(settings, embedder=HashEmbedder())
     release = threading.Event()
-    fill = gm._fill_passages
+    fill = gm.passages.fill_passages
 
     def held_back(memory_ids: Any, **options: Any) -> int:
         release.wait(15)
         return fill(memory_ids, **options)
 
-    monkeypatch.setattr(gm, "_fill_passages", held_back)
+    monkeypatch.setattr(gm.passages, "fill_passages", held_back)
     served = Owner(gm)
     thread = threading.Thread(target=served.serve, daemon=True)
     thread.start()

@@ -64,7 +64,7 @@ def test_extraction_of_a_backlog_looks_at_the_requests_between_small_slices(
         oneshot.remember_many([{"content": c} for c in contents])  # left for later
 
     with GraphMemory(settings, embedder=HashEmbedder()) as gm:
-        extractor = gm._extraction.indexer().extractor
+        extractor = gm._context.extraction.indexer().extractor
 
         class Recorded:
             name = extractor.name
@@ -73,7 +73,7 @@ def test_extraction_of_a_backlog_looks_at_the_requests_between_small_slices(
                 events.add("work", len(texts))
                 return extractor.extract(texts)
 
-        gm._extraction.indexer().extractor = Recorded()  # type: ignore[assignment]
+        gm._context.extraction.indexer().extractor = Recorded()  # type: ignore[assignment]
         assert gm.schedule_pending_extraction() == 30
         assert gm.wait_for_extraction(timeout=60)
 

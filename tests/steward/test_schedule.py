@@ -12,7 +12,6 @@ import pytest
 from graphmem.models import utcnow
 from graphmem.service import GraphMemory
 from graphmem.steward import schedule as schedule_module
-from graphmem.steward.schedule import StewardSchedule
 
 
 def wait_for(condition: object, seconds: float = 20.0) -> bool:
@@ -35,8 +34,7 @@ def test_a_store_never_tended_is_tended_at_once_then_on_schedule(
 ) -> None:
     gm.remember("scratch", type="working", created_at=utcnow() - timedelta(days=5))
     stopping = threading.Event()
-    schedule = StewardSchedule(gm, stopping)
-    schedule.start()
+    schedule = gm.start_steward_schedule(stopping)
     try:
         assert wait_for(lambda: gm.steward_status_last_finished() is not None)
         report = gm.steward_report()
@@ -52,9 +50,9 @@ def test_a_closed_session_brings_a_run_and_no_schedule_means_none(
 ) -> None:
     gm.steward_policy({"schedule_hours": 0})
     stopping = threading.Event()
-    schedule = StewardSchedule(gm, stopping)
-    gm.steward_schedule = schedule
-    schedule.start()
+    assert gm.steward_schedule is None
+    schedule = gm.start_steward_schedule(stopping)
+    assert gm.steward_schedule is schedule
     try:
         time.sleep(0.5)
         assert gm.steward_status_last_finished() is None  # no schedule, no session: no run
@@ -63,4 +61,3 @@ def test_a_closed_session_brings_a_run_and_no_schedule_means_none(
         assert wait_for(lambda: gm.steward_status_last_finished() is not None)
     finally:
         stopping.set()
-        gm.steward_schedule = None

@@ -14,7 +14,6 @@ from graphmem.errors import InvalidInput, NotFound
 from graphmem.models import utcnow
 from graphmem.service import GraphMemory
 from graphmem.steward import schedule as schedule_module
-from graphmem.steward.schedule import StewardSchedule
 
 
 def layer(gm: GraphMemory, memory_id: str) -> str | None:
@@ -144,7 +143,7 @@ def test_disuse_sinks_semantic_and_character_memories_one_layer_but_not_canonica
     place(gm, forgotten, "semantic", days_ago=300)
     place(gm, faded, "character", days_ago=300)
     gm.promote_to_canonical(kept, owner="platform")
-    gm._usage.flush()  # promoting reads it: a use, set back below
+    gm._context.usage.flush()  # promoting reads it: a use, set back below
     place(gm, kept, "character", days_ago=300)
     place(gm, recent, "semantic", days_ago=300)
     place(gm, just_moved, "semantic", days_ago=10)
@@ -358,7 +357,7 @@ def test_the_owners_scheduled_steward_run_is_followed_by_a_cycle(
     monkeypatch.setattr(schedule_module, "CHECK_SECONDS", 0.1)
     memory = old(gm, "The release train leaves on Tuesdays", 2)
     stopping = threading.Event()
-    StewardSchedule(gm, stopping).start()
+    gm.start_steward_schedule(stopping)
     try:
         deadline = time.monotonic() + 20
         while layer(gm, memory) is None and time.monotonic() < deadline:

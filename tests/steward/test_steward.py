@@ -363,7 +363,7 @@ def test_recall_and_get_count_uses_and_a_session_close_does_not(gm: GraphMemory)
     gm.recall("feature flags")
     gm.get(memory.id)
     gm.close_session("- Feature flags are read through FlagProvider only", dry_run=True)
-    gm._usage.flush()
+    gm._context.usage.flush()
 
     rows = gm.cypher(
         "MATCH (m:Memory {id: $id}) RETURN m.access_count, m.targeted_count, m.accessed_at",

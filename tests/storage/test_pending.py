@@ -115,7 +115,7 @@ def test_a_start_reads_what_is_left_from_the_pending_table_alone(
 ) -> None:
     path = tmp_path / "store"
     with _open(path, background=True) as gm:
-        monkeypatch.setattr(gm._passage_jobs, "submit", lambda job: None)  # the worker died
+        monkeypatch.setattr(gm.passages.jobs, "submit", lambda job: None)  # the worker died
         gm.import_jsonl([json.dumps(n) for n in NOTES])
         waiting = gm.store.pending_items(PASSAGES)
         assert len(waiting) == 5
@@ -132,8 +132,8 @@ def test_a_start_reads_what_is_left_from_the_pending_table_alone(
 
             monkeypatch.setattr(again.store, name, spy)
         scheduled: list[list[str]] = []
-        monkeypatch.setattr(again._extraction, "schedule", scheduled.append)
-        monkeypatch.setattr(again._extraction, "schedule_chunks", lambda: None)
+        monkeypatch.setattr(again._context.extraction, "schedule", scheduled.append)
+        monkeypatch.setattr(again._context.extraction, "schedule_chunks", lambda: None)
 
         assert again.schedule_pending_extraction() == 5
         assert again.schedule_pending_passages()
@@ -150,7 +150,7 @@ def test_passages_given_by_an_update_are_not_embedded_again_by_the_worker(
 ) -> None:
     with _open(tmp_path / "store", background=True) as gm:
         jobs: list[Callable[[], None]] = []
-        monkeypatch.setattr(gm._passage_jobs, "submit", jobs.append)
+        monkeypatch.setattr(gm.passages.jobs, "submit", jobs.append)
         gm.import_jsonl([json.dumps(NOTES[0])])
         (memory_id,) = gm.store.pending_items(PASSAGES)
         gm.update(memory_id, content="The pool was too small. We raised it to 80.")
@@ -189,7 +189,7 @@ def test_an_imports_flagged_passages_from_before_the_table_are_found_at_the_firs
 ) -> None:
     path = tmp_path / "store"
     with _open(path, background=True) as gm:
-        monkeypatch.setattr(gm._passage_jobs, "submit", lambda job: None)  # the worker died
+        monkeypatch.setattr(gm.passages.jobs, "submit", lambda job: None)  # the worker died
         gm.import_jsonl([json.dumps(n) for n in [*NOTES, {"content": "one sentence"}]])
         _as_version_11(gm)
         gm.store.meta_set(PASSAGES_PENDING, "1")  # how such a store marked them
