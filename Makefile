@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # the official TypeScript MCP client the tests drive the server with (versions pinned in its lock)
 TS_CLIENT := tests/mcp/ts_client
 
-.PHONY: setup ts-client browser demo test lint dist install-check eval-quick eval bench
+.PHONY: setup ts-client browser demo test test-all lint dist install-check eval-quick eval bench
 
 $(BIN)/graphmem: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -39,13 +39,21 @@ lint: setup
 	$(BIN)/ruff format --check graphmem extractors schema eval tests
 	$(BIN)/mypy
 
-# the suites of what the store does, once more on LadybugDB (Kùzu's maintained fork)
-LADYBUG_SUITES := tests/contract tests/storage tests/indexes tests/test_service.py tests/recall tests/graph tests/knowledge \
-	tests/documents tests/steward
+# what the store does, once more on LadybugDB (Kùzu's maintained fork): the store's own suites
+# in every run, the domain's over it in test-all
+LADYBUG_SUITES := tests/contract tests/storage tests/indexes tests/test_service.py
+LADYBUG_ALL := $(LADYBUG_SUITES) tests/recall tests/graph tests/knowledge tests/documents tests/steward
+# one pytest worker per core (at most four: the tests start graphmem processes of their own)
+PYTEST := $(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
 test: setup ts-client browser lint
-	$(BIN)/python -m pytest -q
-	GRAPHMEM_TEST_ENGINE=ladybug $(BIN)/python -m pytest -q $(LADYBUG_SUITES)
+	$(PYTEST)
+	GRAPHMEM_TEST_ENGINE=ladybug $(PYTEST) $(LADYBUG_SUITES)
+
+# everything: the slow evaluations and stress runs too, and the domain's suites on LadybugDB
+test-all: setup ts-client browser lint
+	$(PYTEST) -m "slow or not slow"
+	GRAPHMEM_TEST_ENGINE=ladybug $(PYTEST) -m "slow or not slow" $(LADYBUG_ALL)
 
 # the sdist and the wheel (the wheel carries the local model: ~54 MB)
 dist: setup

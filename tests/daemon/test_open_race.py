@@ -147,7 +147,7 @@ def race_rounds(tmp_path: Path, *, rounds: int, agents: int, writers: int) -> No
 def test_agents_and_cli_writers_starting_together_on_a_new_store_all_succeed(
     tmp_path: Path,
 ) -> None:
-    race_rounds(tmp_path, rounds=8, agents=2, writers=2)  # the slow run below: 20 rounds of 8
+    race_rounds(tmp_path, rounds=4, agents=2, writers=2)  # the slow run below: 20 rounds of 8
 
 
 @pytest.mark.slow

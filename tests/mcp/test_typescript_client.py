@@ -153,7 +153,8 @@ async def test_every_tool_over_stdio_passes_the_typescript_clients_schema_checks
         stop_owner(home)
 
 
-@pytest.mark.parametrize("detail", ["compact", "full"])
+# the tour over stdio and over HTTP already reads full results; grouped full is the slow run's
+@pytest.mark.parametrize("detail", ["compact", pytest.param("full", marks=pytest.mark.slow)])
 async def test_every_grouped_action_over_stdio_passes_the_typescript_clients_schema_checks(
     tmp_path: Path, detail: Detail
 ) -> None:
