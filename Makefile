@@ -39,10 +39,9 @@ lint: setup
 	$(BIN)/ruff format --check graphmem extractors schema eval tests
 	$(BIN)/mypy
 
-# what the store does, once more on LadybugDB (Kùzu's maintained fork): the store's own suites
-# in every run, the domain's over it in test-all
-LADYBUG_SUITES := tests/contract tests/storage tests/indexes tests/test_service.py
-LADYBUG_ALL := $(LADYBUG_SUITES) tests/recall tests/graph tests/knowledge tests/documents tests/steward
+# the suites of what the store does, once more on LadybugDB (Kùzu's maintained fork)
+LADYBUG_SUITES := tests/contract tests/storage tests/indexes tests/test_service.py tests/recall tests/graph tests/knowledge \
+	tests/documents tests/steward
 # one pytest worker per core (at most four: the tests start graphmem processes of their own)
 PYTEST := $(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
@@ -50,10 +49,10 @@ test: setup ts-client browser lint
 	$(PYTEST)
 	GRAPHMEM_TEST_ENGINE=ladybug $(PYTEST) $(LADYBUG_SUITES)
 
-# everything: the slow evaluations and stress runs too, and the domain's suites on LadybugDB
+# everything: the slow evaluations and stress runs too
 test-all: setup ts-client browser lint
 	$(PYTEST) -m "slow or not slow"
-	GRAPHMEM_TEST_ENGINE=ladybug $(PYTEST) -m "slow or not slow" $(LADYBUG_ALL)
+	GRAPHMEM_TEST_ENGINE=ladybug $(PYTEST) -m "slow or not slow" $(LADYBUG_SUITES)
 
 # the sdist and the wheel (the wheel carries the local model: ~54 MB)
 dist: setup
