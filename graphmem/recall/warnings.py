@@ -14,34 +14,36 @@ import numpy.typing as npt
 
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.models import Hit, Memory, RecallWarning
-from graphmem.storage.store import KuzuStore
+from graphmem.storage.protocols import Store
 
 CLOSE_MEANING = 0.5  # cosine of the query to a dead end that counts as the same topic
 MAX_WARNINGS = 3
 
 
 def dead_end_warnings(
-    store: KuzuStore,
+    store: Store,
     hits: Sequence[Hit],
     query_vector: npt.NDArray[np.float32] | None,
     space: EmbeddingSpace | None,
 ) -> list[RecallWarning]:
-    dead_ends = store.dead_end_ids()
+    dead_ends = store.knowledge.dead_end_ids()
     if not dead_ends:
         return []
     found: dict[str, Memory] = {h.memory.id: h.memory for h in hits if h.memory.kind == "dead_end"}
     if hits:
-        for memory in store.dead_ends_near([h.memory for h in hits[:5]], limit=MAX_WARNINGS):
+        for memory in store.knowledge.dead_ends_near(
+            [h.memory for h in hits[:5]], limit=MAX_WARNINGS
+        ):
             found.setdefault(memory.id, memory)
     if query_vector is not None and space is not None and len(found) < MAX_WARNINGS:
-        row_ids, matrix = store.vectors(space)
+        row_ids, matrix = store.vectors.matrix(space)
         others = [i for i in dead_ends if i not in found]
         close = [
             (float(matrix[row] @ query_vector), i) for i, row in row_ids.within(others, len(matrix))
         ]
         close = sorted((c for c in close if c[0] >= CLOSE_MEANING), reverse=True)
         if close:
-            extra = store.get_memories([i for _, i in close[: MAX_WARNINGS - len(found)]])
+            extra = store.memories.get_many([i for _, i in close[: MAX_WARNINGS - len(found)]])
             found.update(extra)
     return [
         RecallWarning(
@@ -59,9 +61,9 @@ def _alternative(memory: Memory) -> str | None:
     return record.get("alternative") if isinstance(record, dict) else None
 
 
-def missing_vector_warnings(store: KuzuStore, space: EmbeddingSpace) -> list[RecallWarning]:
+def missing_vector_warnings(store: Store, space: EmbeddingSpace) -> list[RecallWarning]:
     """Memories without a vector in the query's space can only be found by keyword: say so."""
-    missing = store.memory_count() - len(store.vector_ids(space))
+    missing = store.memories.count() - len(store.vectors.ids(space))
     if missing <= 0:
         return []
     message = (
