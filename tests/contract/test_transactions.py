@@ -25,6 +25,7 @@ from graphmem.service import GraphMemory, open_store
 from graphmem.storage import engines
 
 BATCH = 5
+ROUNDS = 30  # of BATCH memories each, while two readers count
 
 
 def count(gm: GraphMemory, table: str) -> int:
@@ -75,12 +76,13 @@ def test_readers_never_see_half_a_transaction(gm: GraphMemory) -> None:
     def read() -> None:
         while not stop.is_set():
             seen.append(gm.store.memories.count())
+            time.sleep(0.001)  # a reader that never yields starves the writer of the GIL
 
     readers = [threading.Thread(target=read) for _ in range(2)]
     for reader in readers:
         reader.start()
     try:
-        for round_ in range(30):
+        for round_ in range(ROUNDS):
             with gm.store.transaction():
                 for i in range(BATCH):
                     gm.remember(f"round {round_} item {i}")
@@ -90,7 +92,7 @@ def test_readers_never_see_half_a_transaction(gm: GraphMemory) -> None:
             reader.join(30)
     assert seen, "the readers read nothing"
     assert all(n % BATCH == 0 for n in seen), sorted(set(seen))
-    assert gm.store.memories.count() == 30 * BATCH
+    assert gm.store.memories.count() == ROUNDS * BATCH
 
 
 WRITER = textwrap.dedent("""
