@@ -1,6 +1,6 @@
 """`python -m eval falkordb-probe`: what search costs on a FalkorDB server at N memory-like nodes,
 by its own indexes and by in-process state fed from a change stream: the numbers behind
-docs/adr/0011-falkordb-dialect-and-search-state.md.
+docs/adr/0011-falkordb-engine.md.
 
 One real server (tests/servers/falkordb_servers.py) on loopback, one graph: `Memory {id, text}`
 with a full-text index, and each memory's 384-dim random unit vector on its own `Vec` node with

@@ -1,5 +1,5 @@
 """What differs between graphmem's Kùzu Cypher and FalkorDB's, for the statements graphmem
-uses: each claim of docs/adr/0011-falkordb-dialect-and-search-state.md, checked on a real
+uses: each claim of docs/adr/0011-falkordb-engine.md, checked on a real
 FalkorDB server and, where the difference is the point, on the embedded engine of this test run
 (Kùzu or LadybugDB: the same dialect). A FalkorDB upgrade that changes one of them fails here."""
 
