@@ -5,9 +5,10 @@ transaction mapping of docs/adr/0011-falkordb-engine.md, checked on a real serve
   commands after it (a change stream's XADD) still run.
 - GRAPH.QUERY cannot run inside a Lua script, so "append the change only if the write held"
   cannot be one script.
-- Statements joined into one query (each in a `CALL { }` subquery, or chained by
-  `WITH count(*)`) are all or nothing: a failure anywhere, a unique constraint's included,
-  undoes every one, and a statement that matches nothing does not stop the ones after it.
+- Statements chained into one query by `WITH count(*) AS _n` are all or nothing: a failure
+  anywhere, a unique constraint's included, undoes every one; each sees what the ones before
+  it wrote, and one that matches nothing does not stop the ones after it. `CALL { }`
+  subqueries do not do: a MATCH in one does not see a node an earlier one created.
 - So a commit is one MULTI/EXEC of the joined query, which also creates the transaction's
   marker node, and the XADD of its change entry; a follower applies an entry only once it
   has read its marker, so an entry whose query failed is skipped.
@@ -66,22 +67,35 @@ def test_a_graph_query_cannot_run_inside_a_script(falkordb_server: servers.Serve
         assert not client.exists(stream)
 
 
-def test_statements_joined_into_one_query_are_all_or_nothing(
+def test_statements_chained_by_count_are_all_or_nothing_and_see_each_others_writes(
     falkordb_server: servers.Server,
 ) -> None:
     graph, _stream = _names()
     with falkordb_server.client() as client:
-        joined = (
-            "CALL { CREATE (:M {v: 1}) } "
-            "CALL { MATCH (m:M {v: 999}) SET m.seen = true } "  # matches nothing: goes on
-            "CALL { UNWIND $p2_rows AS r CREATE (:M {v: r}) } RETURN 1"
+        chained = (
+            "UNWIND $s0_rows AS r CREATE (:M {v: r}) WITH count(*) AS _0 "
+            "MATCH (m:M {v: 999}) SET m.seen = true WITH count(*) AS _1 "  # matches nothing
+            "MATCH (m:M {v: 1}) SET m.v = 10 WITH count(*) AS _2 "  # sees the rows made above
+            "CREATE (:M {v: 3})"
         )
-        client.execute_command("GRAPH.QUERY", graph, f"CYPHER p2_rows=[2,3] {joined}")
-        assert _values(client, graph) == [1, 2, 3]
-        chained = "CREATE (:M {v: 4}) WITH count(*) AS _0 UNWIND [1, 0] AS x CREATE (:M {v: 5 / x})"
+        client.execute_command("GRAPH.QUERY", graph, f"CYPHER s0_rows=[1,2] {chained}")
+        assert _values(client, graph) == [2, 3, 10]
+        failing = "CREATE (:M {v: 4}) WITH count(*) AS _0 UNWIND [1, 0] AS x CREATE (:M {v: 5 / x})"
         with pytest.raises(redis.ResponseError, match="Division by zero"):
-            client.execute_command("GRAPH.QUERY", graph, chained)
-        assert _values(client, graph) == [1, 2, 3]
+            client.execute_command("GRAPH.QUERY", graph, failing)
+        assert _values(client, graph) == [2, 3, 10]
+
+
+def test_a_call_subquery_does_not_see_a_node_an_earlier_one_created(
+    falkordb_server: servers.Server,
+) -> None:
+    graph, _stream = _names()
+    with falkordb_server.client() as client:
+        client.execute_command(
+            "GRAPH.QUERY", graph,
+            "CALL { CREATE (:M {v: 1}) } CALL { MATCH (m:M {v: 1}) SET m.v = 10 } RETURN 1",
+        )  # fmt: skip
+        assert _values(client, graph) == [1]  # the SET found nothing
 
 
 def test_a_unique_constraint_violation_undoes_the_whole_joined_query(
@@ -100,7 +114,7 @@ def test_a_unique_constraint_violation_undoes_the_whole_joined_query(
             assert time.monotonic() < deadline
             time.sleep(0.02)
         client.execute_command("GRAPH.QUERY", graph, "CREATE (:Key {key: 'k'})")
-        joined = "CALL { CREATE (:M {v: 1}) } CALL { CREATE (:Key {key: 'k'}) } RETURN 1"
+        joined = "CREATE (:M {v: 1}) WITH count(*) AS _0 CREATE (:Key {key: 'k'})"
         with pytest.raises(redis.ResponseError, match="unique constraint violation"):
             client.execute_command("GRAPH.QUERY", graph, joined)
         assert _values(client, graph) == []
@@ -115,7 +129,7 @@ def test_an_entry_whose_query_failed_is_told_apart_by_its_missing_marker(
             pipe = client.pipeline(transaction=True)
             pipe.execute_command(
                 "GRAPH.QUERY", graph,
-                f"CALL {{ CREATE (:M {{v: {value}}}) }} CREATE (:_Txn {{id: '{txn}'}})",
+                f"CREATE (:M {{v: {value}}}) WITH count(*) AS _0 CREATE (:_Txn {{id: '{txn}'}})",
             )  # fmt: skip
             pipe.xadd(stream, {"txn": txn})
             pipe.execute(raise_on_error=False)
