@@ -245,6 +245,25 @@ def test_delete_takes_a_nodes_edges_without_detach(graph: Graph, kuzu: Embedded)
         kuzu("MATCH (m:Memory {id: 'a'}) DELETE m")
 
 
+def test_a_string_range_on_an_indexed_property_matches_every_node(graph: Graph) -> None:
+    """FalkorDB answers `m.id < $i` by its index scan with every node (the unindexed filter is
+    right), and with both properties indexed a cursor's `m.t < $c OR (m.t = $c AND m.id < $i)`
+    brings back the cursor's own row: graphmem's cursors compare lists instead, which are
+    filtered after the scan."""
+    graph.query("UNWIND range(0, 4) AS i CREATE (:M {id: 'id' + toString(i), t: 100 + i})")
+    unindexed = rows(graph, "MATCH (m:M) WHERE m.id < $i RETURN m.id ORDER BY m.id", {"i": "id2"})
+    assert unindexed == [["id0"], ["id1"]]
+    graph.query("CREATE INDEX FOR (m:M) ON (m.id)")
+    graph.query("CREATE INDEX FOR (m:M) ON (m.t)")
+    params = {"c": 103, "i": "id3"}
+    wrong = rows(graph, "MATCH (m:M) WHERE m.id < $i RETURN m.id ORDER BY m.id", params)
+    assert wrong == [["id0"], ["id1"], ["id2"], ["id3"], ["id4"]]
+    either = "MATCH (m:M) WHERE m.t < $c OR (m.t = $c AND m.id < $i) RETURN m.id ORDER BY m.id"
+    assert rows(graph, either, params)[-1] == ["id3"]  # the cursor's own row comes back
+    listed = "MATCH (m:M) WHERE [m.t, m.id] < [$c, $i] RETURN m.id ORDER BY m.id"
+    assert rows(graph, listed, params) == [["id0"], ["id1"], ["id2"]]
+
+
 def test_node_ids_are_reused_after_a_delete(graph: Graph) -> None:
     first = rows(graph, "CREATE (n:Memory {id: 'a'}) RETURN ID(n)")[0][0]
     graph.query("MATCH (n:Memory) DELETE n")
