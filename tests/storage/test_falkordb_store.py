@@ -5,6 +5,7 @@ transaction's writes is refused, and an address it cannot use is named without i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,11 @@ from graphmem.indexes.changes import (
 )
 from graphmem.models import Memory, utcnow
 from graphmem.storage.falkordb import stream
+from graphmem.storage.falkordb.follower import ChangeFollower
+from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.store import FalkorStore
 from graphmem.store_url import parse_store_url
+from graphmem.text import query_text
 from tests.servers.falkordb_servers import Server
 from tests.servers.fixtures import TEST_PASSWORD
 
@@ -196,3 +200,80 @@ def test_each_streamed_change_reads_back_as_it_was(change: Any) -> None:
         assert back.rows == [{**change.rows[0], "tags": ["x"]}] and back.texts == ["text"]
     else:
         assert back == change
+
+
+# -- many nodes, one graph: the change stream -------------------------------------------------
+
+
+def _until(check: Any, within: float = 1.0) -> float:
+    """Seconds until `check()` held; fails when `within` passes first."""
+    began = time.monotonic()
+    while not check():
+        assert time.monotonic() - began < within, "not seen in time"
+        time.sleep(0.005)
+    return time.monotonic() - began
+
+
+def test_a_write_acknowledged_by_one_node_is_recalled_by_another_within_a_second(
+    node_a: FalkorStore, node_b: FalkorStore
+) -> None:
+    node_a.memories.insert([_memory(1)], _vector(1), SPACE)
+    # node b has read its search state already: vectors, keywords, columns
+    assert node_b.vectors.nearest(SPACE, _vector(1)[0], 1)[0][0] == _memory(1).id
+    assert node_b.memories.keyword_search(query_text("note"), top=5)
+    assert node_b.memories.scoring_rows([_memory(1).id])
+    written = Memory(
+        id=_memory(2).id, content="the ledger replica lagged behind", created_at=utcnow(),
+        updated_at=utcnow(),
+    )  # fmt: skip
+    node_a.memories.insert([written], _vector(2), SPACE)  # acknowledged here
+    _until(lambda: node_b.vectors.nearest(SPACE, _vector(2)[0], 1)[0][0] == written.id)
+    _until(lambda: [h[0] for h in node_b.memories.keyword_search("ledger", top=1)] == [written.id])
+    assert written.id in node_b.memories.scoring_rows([written.id])
+    node_a.memories.delete(written.id)
+    _until(lambda: not node_b.memories.keyword_search("ledger", top=1))
+    _until(lambda: node_b.vectors.nearest(SPACE, _vector(2)[0], 1)[0][0] != written.id)
+
+
+def test_an_entry_whose_commit_failed_is_skipped_by_the_others(
+    falkordb_server: Server, node_a: FalkorStore, tmp_path: Path
+) -> None:
+    node_a.memories.insert([_memory(1)], _vector(1), SPACE)
+    follower_home = tmp_path / "c"
+    other = FalkorStore.open(
+        parse_store_url(falkordb_server.store_url("project")), follower_home, follow=False
+    )
+    try:
+        assert other.vectors.count(SPACE) == 1
+        assert other.follower is None
+        watching = ChangeFollower(other.conn, other.search)
+        assert other.vectors.nearest(SPACE, _vector(1)[0], 5)  # the matrix is loaded
+        with pytest.raises(Conflict):
+            node_a.memories.insert([_memory(2), _memory(1)], _vector(2).repeat(2, 0), SPACE)
+        node_a.memories.insert([_memory(3)], _vector(3), SPACE)
+        assert watching.poll() == 1 and watching.skipped == 1
+        found = {i for i, _ in other.vectors.nearest(SPACE, _vector(2)[0], 5)}
+        assert found == {_memory(1).id, _memory(3).id}
+        assert watching.poll() == 0  # nothing new
+        generation = other.write_generation
+        node_a.meta_set("k", "v")  # no change events: no entry
+        node_a.memories.add_accesses([{"id": _memory(1).id, "n": 1, "t": 0}], at=utcnow())
+        assert watching.poll() == 0 and other.write_generation == generation
+    finally:
+        other.close()
+
+
+def test_background_work_runs_on_the_one_node_holding_its_lease(
+    node_a: FalkorStore, node_b: FalkorStore
+) -> None:
+    a, b = Lease(node_a.conn, "steward", ttl=0.3), Lease(node_b.conn, "steward", ttl=0.3)
+    assert a.acquire() and not b.acquire()
+    assert a.holder() == node_a.conn.node_id
+    assert a.acquire()  # held already: kept
+    assert not b.renew()
+    b.release()  # not b's to give up
+    assert a.holder() == node_a.conn.node_id
+    _until(b.acquire, within=2.0)  # a stopped renewing: it lapsed
+    assert not a.renew() and b.holder() == node_b.conn.node_id
+    b.release()
+    assert a.acquire()

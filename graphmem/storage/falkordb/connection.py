@@ -118,11 +118,26 @@ class FalkorConnection:
         return self._db is None
 
     @property
-    def redis(self) -> redis.Redis:
+    def client(self) -> redis.Redis:
         if self._db is None:
             raise StorageError("store is closed", store=str(self.url))
         client: redis.Redis = self._db.connection
         return client
+
+    def stream_client(self) -> redis.Redis:
+        """A client of its own that returns bytes (a stream entry's vectors are raw float32),
+        for the follower's blocking reads."""
+        url = self.url
+        return redis.Redis(
+            host=url.host, port=url.port, username=url.username, password=url.password,
+            ssl=url.tls, socket_connect_timeout=CONNECT_TIMEOUT, decode_responses=False,
+        )  # fmt: skip
+
+    def others_committed(self) -> None:
+        """Another node's commits were taken in: answers kept until a write are stale."""
+        with self._lock:
+            self.write_generation += 1
+            self._labels = None
 
     def buffered(self) -> bool:
         """Whether this thread's transaction holds writes (which its reads would not see)."""
@@ -239,7 +254,7 @@ class FalkorConnection:
             params.update(named)
         command = _header(params) + " ".join(parts)
         try:
-            client: Any = self.redis  # redis-py's command methods are untyped
+            client: Any = self.client  # redis-py's command methods are untyped
             if entry is None:
                 client.execute_command("GRAPH.QUERY", self.url.graph_key, command, "--compact")
                 return
@@ -317,7 +332,7 @@ class FalkorConnection:
 
     def schema(self, query: str) -> None:
         """An index statement, outside any transaction (FalkorDB builds indexes on its own)."""
-        client: Any = self.redis
+        client: Any = self.client
         try:
             client.execute_command("GRAPH.QUERY", self.url.graph_key, query)
         except redis.ResponseError as exc:
@@ -326,7 +341,7 @@ class FalkorConnection:
 
     def command(self, *args: Any) -> Any:
         """A server command on the graph's key (GRAPH.CONSTRAINT, ...)."""
-        client: Any = self.redis
+        client: Any = self.client
         try:
             return client.execute_command(*args)
         except redis.ResponseError as exc:

@@ -3,8 +3,8 @@ over one connection, as the embedded engines' KuzuStore is. The data dir (`home`
 settings, tokens and the search cache; the graph keeps the memories.
 
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
-schema and its migrations, the caller's Cypher and the scans the search state is built from
-are here. Knowledge, entities, documents, sessions, the steward, copying between engines and
+schema and its migrations, the caller's Cypher, the scans the search state is built from and
+the follower of the change stream that keeps it in step with the other nodes are here. Knowledge, entities, documents, sessions, the steward, copying between engines and
 backups are not yet: their properties raise NotImplementedError, so nothing reaches them by
 mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
 """
@@ -21,6 +21,7 @@ from graphmem.indexes.search_state import SearchState
 from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
@@ -38,7 +39,7 @@ class FalkorStore:
     """One project's graph on a FalkorDB server; every method is safe to call from several
     threads."""
 
-    def __init__(self, conn: FalkorConnection) -> None:
+    def __init__(self, conn: FalkorConnection, *, follow: bool = True) -> None:
         self.conn = conn
         self.scans = FalkorScans(conn)
         self.search = SearchState(self.scans, conn.home)
@@ -46,12 +47,15 @@ class FalkorStore:
         self.pending = FalkorPending(conn)
         self.vectors = FalkorVectors(conn, self.search)
         self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
+        # the other nodes' writes, from the change stream
+        self.follower = ChangeFollower(conn, self.search).start() if follow else None
 
     @classmethod
-    def open(cls, url: StoreUrl, home: Path) -> FalkorStore:
-        """Connect to the graph `url` names, the search cache in `home`; not migrated yet."""
+    def open(cls, url: StoreUrl, home: Path, *, follow: bool = True) -> FalkorStore:
+        """Connect to the graph `url` names, the search cache in `home`; not migrated yet.
+        `follow`: keep the search state in step with the other nodes' writes (a thread)."""
         home.mkdir(parents=True, exist_ok=True)
-        return cls(FalkorConnection.open(url, home))
+        return cls(FalkorConnection.open(url, home), follow=follow)
 
     # -- not yet on this engine ---------------------------------------------------------------
 
@@ -97,6 +101,8 @@ class FalkorStore:
         return self.conn.closed
 
     def close(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
         with self.conn.writer_paused():
             if self.conn.closed:
                 return
