@@ -5,8 +5,10 @@ transaction's writes is refused, and an address it cannot use is named without i
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,10 @@ from graphmem.storage.falkordb import stream
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.store import FalkorStore
+from graphmem.storage.falkordb.trim import MARKER_MARGIN, RETENTION, trim
 from graphmem.store_url import parse_store_url
 from graphmem.text import query_text
-from tests.servers.falkordb_servers import Server
+from tests.servers.falkordb_servers import Cluster, Server
 from tests.servers.fixtures import TEST_PASSWORD
 
 pytestmark = pytest.mark.filterwarnings("ignore:Call to '__init__' function:DeprecationWarning")
@@ -277,3 +280,68 @@ def test_background_work_runs_on_the_one_node_holding_its_lease(
     assert not a.renew() and b.holder() == node_b.conn.node_id
     b.release()
     assert a.acquire()
+
+
+def test_in_a_cluster_the_graph_its_stream_and_its_leases_share_a_shard(
+    falkordb_cluster: Cluster, tmp_path: Path
+) -> None:
+    """Any master is an entry point; the commits' MULTI/EXEC lands on the graph's shard."""
+    graph = "team-cluster"
+    first = falkordb_cluster.masters[0]
+    url = parse_store_url(f"falkordb://127.0.0.1:{first.port}/{graph}")
+    a = FalkorStore.open(url, tmp_path / "a")
+    b = FalkorStore.open(
+        parse_store_url(f"falkordb://127.0.0.1:{falkordb_cluster.masters[-1].port}/{graph}"),
+        tmp_path / "b",
+    )
+    try:
+        a.migrate()
+        a.memories.insert([_memory(1)], _vector(1), SPACE)
+        assert b.vectors.nearest(SPACE, _vector(1)[0], 1)[0][0] == _memory(1).id
+        a.memories.insert([_memory(2)], _vector(2), SPACE)
+        _until(lambda: b.vectors.nearest(SPACE, _vector(2)[0], 1)[0][0] == _memory(2).id)
+        assert Lease(a.conn, "steward").acquire() and not Lease(b.conn, "steward").acquire()
+        shard = falkordb_cluster.master_of(url.graph_key)
+        assert falkordb_cluster.master_of(url.key("changes")) is shard
+        with shard.client() as client:
+            assert client.exists(url.graph_key, url.key("changes"), url.key("lease:steward")) == 3
+    finally:
+        a.close()
+        b.close()
+
+
+def test_trimming_drops_old_entries_and_their_markers_only(
+    falkordb_server: Server, node_a: FalkorStore
+) -> None:
+    node_a.memories.insert([_memory(1)], _vector(1), SPACE)
+    node_a.memories.insert([_memory(2)], _vector(2), SPACE)
+    entries = len(_entries(falkordb_server))
+    assert trim(node_a.conn) == 0 and len(_markers(falkordb_server)) == entries
+    later = utcnow() + RETENTION + MARKER_MARGIN + timedelta(seconds=1)
+    assert trim(node_a.conn, now=later) == entries
+    assert _entries(falkordb_server) == [] and _markers(falkordb_server) == set()
+    assert node_a.memories.count() == 2
+
+
+def test_nodes_migrating_at_once_apply_each_step_once(
+    falkordb_server: Server, tmp_path: Path
+) -> None:
+    stores = [
+        FalkorStore.open(parse_store_url(falkordb_server.store_url("racing")), tmp_path / str(i))
+        for i in range(3)
+    ]
+    try:
+        done: list[int] = []
+        threads = [
+            threading.Thread(target=lambda s=s: done.extend(m.version for m in s.migrate()))
+            for s in stores
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert sorted(done) == [1]
+        assert stores[0].migration_status().schema_version == 1
+    finally:
+        for store in stores:
+            store.close()

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import redis
 from falkordb import FalkorDB
 from falkordb.helpers import stringify_param_value
+from redis.cluster import RedisCluster
 
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.indexes.changes import Change, ChangeListener
@@ -128,10 +129,15 @@ class FalkorConnection:
         """A client of its own that returns bytes (a stream entry's vectors are raw float32),
         for the follower's blocking reads."""
         url = self.url
-        return redis.Redis(
-            host=url.host, port=url.port, username=url.username, password=url.password,
-            ssl=url.tls, socket_connect_timeout=CONNECT_TIMEOUT, decode_responses=False,
-        )  # fmt: skip
+        options: dict[str, Any] = {
+            "host": url.host, "port": url.port, "username": url.username,
+            "password": url.password, "ssl": url.tls,
+            "socket_connect_timeout": CONNECT_TIMEOUT, "decode_responses": False,
+        }  # fmt: skip
+        if isinstance(self.client, RedisCluster):  # routed by the key's slot, as the client is
+            cluster: redis.Redis = RedisCluster(**options)
+            return cluster
+        return redis.Redis(**options)
 
     def others_committed(self) -> None:
         """Another node's commits were taken in: answers kept until a write are stale."""

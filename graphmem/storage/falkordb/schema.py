@@ -11,15 +11,19 @@ Kùzu DDL; these steps are this engine's, numbered on their own.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from graphmem.errors import SchemaError
 from graphmem.models import DbStatus, MigrationInfo, utcnow
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.values import aware, micros
 
 SCHEMA_VERSION = "schema_version"  # _Meta key
 CONSTRAINT_TIMEOUT = 60.0  # seconds for the server to build a constraint's check
+MIGRATION_LEASE_SECONDS = 120.0  # a migration's lease, and how long another node waits for it
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,21 @@ def _wait_operational(conn: FalkorConnection, wanted: set[tuple[str, str]]) -> N
         time.sleep(0.02)
 
 
+@contextmanager
+def _migration_lease(conn: FalkorConnection) -> Iterator[None]:
+    """One node migrates a graph at a time; the others wait, then find the steps applied."""
+    lease = Lease(conn, "migrate", ttl=MIGRATION_LEASE_SECONDS)
+    deadline = time.monotonic() + MIGRATION_LEASE_SECONDS
+    while not lease.acquire():
+        if time.monotonic() > deadline:
+            raise SchemaError(f"another node has been migrating {conn.url} for too long")
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        lease.release()
+
+
 def _applied(conn: FalkorConnection) -> dict[int, MigrationInfo]:
     rows = conn.read("MATCH (m:_Migration) RETURN m.version, m.name, m.applied_at")
     return {v: MigrationInfo(version=v, name=n, applied_at=aware(a)) for v, n, a in rows}
@@ -118,7 +137,7 @@ def migration_status(conn: FalkorConnection) -> DbStatus:
 def migrate(conn: FalkorConnection) -> list[MigrationInfo]:
     """Apply the steps not applied yet, in order; SchemaError for a graph newer than this
     graphmem, or a constraint the data already breaks."""
-    with conn.writer_paused():
+    with conn.writer_paused(), _migration_lease(conn):
         applied = _applied(conn)
         newest = max(applied, default=0)
         if newest > STEPS[-1].version:
