@@ -345,3 +345,16 @@ def test_nodes_migrating_at_once_apply_each_step_once(
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_callers_write_has_every_node_read_its_search_state_again(
+    node_a: FalkorStore, node_b: FalkorStore
+) -> None:
+    node_a.memories.insert([_memory(1)], _vector(1), SPACE)
+    assert [h[0] for h in node_b.memories.keyword_search("note", top=5)] == [_memory(1).id]
+    node_a.cypher(
+        "MATCH (m:Memory {id: $id}) SET m.search_text = 'zebra'", {"id": _memory(1).id}, write=True
+    )
+    _until(
+        lambda: [h[0] for h in node_b.memories.keyword_search("zebra", top=5)] == [_memory(1).id]
+    )

@@ -373,7 +373,8 @@ class FalkorConnection:
 
     def cypher(self, query: str, params: dict[str, Any], *, write: bool) -> CypherResult:
         """A caller's query in FalkorDB's dialect: GRAPH.RO_QUERY unless `write`. A write may
-        change anything this node holds: the search state is dropped, to be read again."""
+        change anything: this node drops its search state, to be read again, and appends a
+        reset entry that has every other node do the same."""
         if not query.strip():
             raise InvalidInput("query is empty")
         command = "GRAPH.QUERY" if write else "GRAPH.RO_QUERY"
@@ -399,6 +400,9 @@ class FalkorConnection:
                 self._labels = None
                 for listener in self._listeners:
                     listener.discard()
+                client: Any = self.client  # and so do the other nodes
+                entry = stream.reset_entry(node=self.node_id)
+                client.xadd(self.stream_key, entry, maxlen=STREAM_MAXLEN, approximate=True)
         columns = [str(c[1]) if isinstance(c, list | tuple) else str(c) for c in result.header]
         return CypherResult(
             columns=columns, rows=[[_plain(v) for v in row] for row in result.result_set]

@@ -24,6 +24,7 @@ import redis
 from graphmem.indexes.changes import ChangeListener
 from graphmem.storage.falkordb import stream
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.stream import RESET
 
 BLOCK_MS = 500  # an XREAD waits this long for an entry before it looks at `stop` again
 BATCH = 256  # entries read at once
@@ -75,10 +76,14 @@ class ChangeFollower:
             return 0
         decoded = [(entry_id, *stream.decode(fields)) for entry_id, fields in entries]
         theirs = [d for d in decoded if d[2] != self.conn.node_id]
-        landed = self._landed([txn for _id, txn, _node, _changes in theirs])
+        landed = self._landed([txn for _id, txn, _node, _changes in theirs if txn != RESET])
         applied = 0
         with self.conn.writer_paused():
             for _entry_id, txn, _node, changes in theirs:
+                if txn == RESET:  # a caller's query wrote: anything may have changed
+                    self.listener.discard()
+                    applied += 1
+                    continue
                 if txn not in landed:
                     self.skipped += 1
                     continue

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from graphmem.indexes.changes import Change
-from graphmem.indexes.search_state import SearchState
+from graphmem.indexes.search_state import SearchSource, SearchState
 from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
@@ -26,6 +26,7 @@ from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
 from graphmem.storage.falkordb.vectors import FalkorVectors
+from graphmem.storage.protocols import Memories, Pending, Transactions, Vectors
 from graphmem.store_url import StoreUrl
 
 _T = TypeVar("_T")
@@ -47,6 +48,10 @@ class FalkorStore:
         self.pending = FalkorPending(conn)
         self.vectors = FalkorVectors(conn, self.search)
         self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
+        # mypy holds each repository written so far to its protocol
+        _checked: tuple[Memories, Vectors, Pending, SearchSource, Transactions] = (
+            self.memories, self.vectors, self.pending, self.scans, self,
+        )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
 

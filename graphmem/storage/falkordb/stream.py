@@ -35,6 +35,14 @@ from graphmem.indexes.changes import (
 )
 
 _TIME = "$t"  # {"$t": iso} in a row: a datetime (the columns hold naive UTC)
+RESET = ""  # the txn of an entry that says "anything may have changed" (a caller's Cypher)
+
+
+def reset_entry(*, node: str) -> dict[str, bytes]:
+    """What a node appends after a caller's query wrote to the graph: it cannot say what
+    changed, so every other node drops its search state, to be read again. Appended after the
+    write, it has no marker to check."""
+    return {"txn": RESET.encode(), "node": node.encode(), "changes": b"[]"}
 
 
 def _row_value(value: Any) -> Any:
@@ -93,8 +101,8 @@ def encode(changes: Iterable[Change], *, txn: str, node: str) -> dict[str, bytes
 
 
 def decode(entry: Mapping[Any, bytes]) -> tuple[str, str, list[Change]]:
-    """(txn, node, events) of an entry `encode` wrote (its field names as str or, read back
-    from the server, as bytes)."""
+    """(txn, node, events) of an entry `encode` or `reset_entry` wrote (its field names as
+    str or, read back from the server, as bytes); txn is RESET for the latter."""
     fields = {k.decode() if isinstance(k, bytes) else k: v for k, v in entry.items()}
     txn, node = fields["txn"].decode(), fields["node"].decode()
     changes: list[Change] = []
