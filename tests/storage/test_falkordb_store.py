@@ -358,3 +358,25 @@ def test_a_callers_write_has_every_node_read_its_search_state_again(
     _until(
         lambda: [h[0] for h in node_b.memories.keyword_search("zebra", top=5)] == [_memory(1).id]
     )
+
+
+def test_a_node_the_trimming_left_behind_reads_its_search_state_again(
+    falkordb_server: Server, node_a: FalkorStore, tmp_path: Path
+) -> None:
+    node_a.memories.insert([_memory(1)], _vector(1), SPACE)
+    other = FalkorStore.open(
+        parse_store_url(falkordb_server.store_url("project")), tmp_path / "c", follow=False
+    )
+    try:
+        watching = ChangeFollower(other.conn, other.search)
+        assert other.vectors.nearest(SPACE, _vector(1)[0], 5)  # the matrix is loaded
+        node_a.memories.insert([_memory(2)], _vector(2), SPACE)  # not read yet by `other`
+        later = utcnow() + RETENTION + timedelta(seconds=1)
+        assert trim(node_a.conn, now=later) >= 1
+        node_a.memories.insert([_memory(3)], _vector(3), SPACE)
+        assert watching.poll() == 1 and watching.rebuilt == 1
+        found = {i for i, _ in other.vectors.nearest(SPACE, _vector(2)[0], 5)}
+        assert found == {_memory(1).id, _memory(2).id, _memory(3).id}
+        assert watching.poll() == 0 and watching.rebuilt == 1
+    finally:
+        other.close()

@@ -25,6 +25,7 @@ from graphmem.indexes.changes import ChangeListener
 from graphmem.storage.falkordb import stream
 from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.stream import RESET
+from graphmem.storage.falkordb.trim import TRIMMED_SUFFIX
 
 BLOCK_MS = 500  # an XREAD waits this long for an entry before it looks at `stop` again
 BATCH = 256  # entries read at once
@@ -39,6 +40,7 @@ class ChangeFollower:
         self.listener = listener
         self.applied = 0  # entries of other nodes taken in
         self.skipped = 0  # entries whose commit did not land
+        self.rebuilt = 0  # times the stream was trimmed past what this node had read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._client: Any = conn.stream_client()
@@ -70,6 +72,12 @@ class ChangeFollower:
     def poll(self, *, block_ms: int | None = None) -> int:
         """Read and apply what the stream holds after `last` (waiting up to `block_ms` for
         the first entry); returns how many entries of other nodes were applied."""
+        if self._trimmed_past():
+            # entries this node never read are gone: what it holds may be behind, for good
+            with self.conn.writer_paused():
+                self.listener.discard()
+                self.conn.others_committed()
+            self.rebuilt += 1
         found = self._client.xread({self.conn.stream_key: self.last}, count=BATCH, block=block_ms)
         entries = [(_text(i), fields) for _key, batch in found or [] for i, fields in batch]
         if not entries:
@@ -97,6 +105,15 @@ class ChangeFollower:
         self.applied += applied
         return applied
 
+    def _trimmed_past(self) -> bool:
+        """Whether trimming took an entry after `last` before this node read it: the newest
+        entry trimmed is recorded beside the stream (graphmem.storage.falkordb.trim)."""
+        trimmed = self._client.get(self.conn.url.key(TRIMMED_SUFFIX))
+        if trimmed is None or _id(_text(trimmed)) <= _id(self.last):
+            return False
+        self.last = _text(trimmed)  # what is left after it is read as usual
+        return True
+
     def _landed(self, txns: list[str]) -> set[str]:
         if not txns:
             return set()
@@ -106,3 +123,8 @@ class ChangeFollower:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _id(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
