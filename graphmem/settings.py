@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from graphmem.embeddings.config import EmbeddingConfig
 from graphmem.errors import InvalidInput, validation_message
+from graphmem.store_url import StoreUrl, parse_store_url
 
 DATA_DIR_NAME = ".graphmem"
 CONFIG_FILE = "config.toml"
@@ -34,6 +35,11 @@ class Settings(BaseModel):
         default=None,
         description="the embedded engine: unset, the store's own (kuzu for a new store); a "
         "store made by another engine is refused",
+    )
+    store_url: StoreUrl | None = Field(
+        default=None,
+        description="a store on a FalkorDB server: falkordb://[user:password@]host:port/GRAPH "
+        "(falkordbs:// for TLS); unset, the embedded store in the data dir",
     )
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     lock_timeout: float = Field(default=5.0, ge=0.0, description="seconds to retry a locked store")
@@ -108,6 +114,15 @@ class Settings(BaseModel):
         description="extract entities and facts in the background after each write",
     )
 
+    @field_validator("store_url", mode="before")
+    @classmethod
+    def _store_url(cls, value: object) -> object:
+        """Parsed here, so a bad address fails when the settings are built, naming what is
+        wrong (InvalidInput, never the password)."""
+        if isinstance(value, str):
+            return parse_store_url(value) if value.strip() else None
+        return value
+
     @field_validator(
         "docs_include", "docs_exclude", "repo_roots", "http_allowed_hosts", mode="before"
     )
@@ -130,6 +145,7 @@ ENV_KEYS: dict[str, str] = {
     "EMBEDDING_TIMEOUT": "embedding.timeout",
     "EMBEDDING_CACHE_DIR": "embedding.cache_dir",
     "ENGINE": "engine",
+    "STORE_URL": "store_url",
     "LOCK_TIMEOUT": "lock_timeout",
     "RECALL_RECIPE": "recall_recipe",
     "HTTP_HOST": "http_host",

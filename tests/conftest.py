@@ -15,6 +15,9 @@ from graphmem.service import GraphMemory, open_store
 from graphmem.settings import load_settings
 from graphmem.storage import engines
 
+# real FalkorDB servers (falkordb_server, falkordb_secured, falkordb_replicated, falkordb_cluster)
+pytest_plugins = ["tests.servers.fixtures"]
+
 # GRAPHMEM_TEST_ENGINE=ladybug runs the suite's new stores on LadybugDB, in this process and in
 # the graphmem processes the tests start (GRAPHMEM_ENGINE)
 TEST_ENGINE = os.environ.get("GRAPHMEM_TEST_ENGINE", engines.DEFAULT.name)

