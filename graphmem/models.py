@@ -323,6 +323,13 @@ class RecallWarning(Model):
     kind: Literal["dead_end", "degraded", "missing_vectors", "backlog"]
     message: str
     memory: Memory | None = None
+    reason: str | None = Field(
+        default=None, description="why a dead end is shown: how it matches the query, or the hit "
+        "that avoids it (also at the end of the message)",
+    )  # fmt: skip
+    via: str | None = Field(
+        default=None, description="the id of the hit that links a dead end to the query, if any"
+    )
 
 
 class RecallResult(Model):

@@ -17,13 +17,14 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from graphmem import registry
 from graphmem.admin_ops import AdminOps
-from graphmem.agents.context import HookOps, RelevanceBar
+from graphmem.agents.context import HookOps
 from graphmem.documents.ops import DocumentOps
 from graphmem.embeddings.base import Embedder
 from graphmem.graph.ops import GraphOps
 from graphmem.knowledge.ops import KnowledgeOps
 from graphmem.memory_ops import MemoryOps
 from graphmem.passage_work import PassageWork
+from graphmem.recall.relevance import RelevanceBar
 from graphmem.service_context import ServiceContext
 from graphmem.sessions.checkpoint import CheckpointOps, DedupPolicy
 from graphmem.sessions.ops import SessionOps
@@ -142,12 +143,13 @@ class GraphMemory:
 
     @property
     def relevance(self) -> RelevanceBar:
-        """When a hook adds a recalled memory or section to a prompt (graphmem.agents.context)."""
-        return self.hooks.relevance
+        """When a hook adds a recalled memory or section to a prompt (graphmem.agents.context),
+        and when recall warns of a dead end (graphmem.recall.warnings)."""
+        return self._context.relevance
 
     @relevance.setter
     def relevance(self, bar: RelevanceBar) -> None:
-        self.hooks.relevance = bar
+        self._context.relevance = bar
 
     @property
     def checkpoint_dedup(self) -> DedupPolicy | None:
