@@ -21,6 +21,7 @@ from graphmem.documents.models import (
 )
 from graphmem.graph.models import (
     EntityList,
+    EntityPage,
     IndexReport,
     MemoryGraph,
     MergeEntitiesReport,
@@ -155,6 +156,8 @@ class GraphAPI(Protocol):
     def merge_entities(self, primary: str, duplicates: Sequence[str]) -> MergeEntitiesReport: ...
 
     def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph: ...
+
+    def entity_page(self, entity_id: str, *, limit: int = 50) -> EntityPage: ...
 
     def recall_multihop(
         self,

@@ -148,6 +148,7 @@ OPERATIONS: tuple[Operation, ...] = (
     write("index_triples", "graph", mcp("index_triples", "graph", "index_triples"),
           background=True),
     read("memory_graph", "graph"),
+    read("entity_page", "graph"),
     read("wait_for_extraction", "graph"),
     # -- documents and files (graphmem/documents/ops.py) --------------------------------------
     read("search_docs", "documents", mcp("semantic_search", "docs", "search")),

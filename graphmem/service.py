@@ -214,6 +214,7 @@ class GraphMemory:
     merge_entities = _delegate(GraphOps.merge_entities)
     index_triples = _delegate(GraphOps.index_triples)
     memory_graph = _delegate(GraphOps.memory_graph)
+    entity_page = _delegate(GraphOps.entity_page)
     wait_for_extraction = _delegate(GraphOps.wait_for_extraction)
     schedule_pending_extraction = _delegate(GraphOps.schedule_pending_extraction, "graph")
 

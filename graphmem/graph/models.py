@@ -125,6 +125,31 @@ class Neighbour(Model):
     via: str | None = Field(default=None, description="the entity both name, for mentions")
 
 
+class EntityFact(Model):
+    """A fact an entity is the subject or object of, with both ends named."""
+
+    id: str
+    subject_id: str
+    subject: str
+    predicate: str
+    object_id: str
+    object: str
+
+
+class EntityPage(Model):
+    """One entity: its names, the memories that name it and the facts it is in."""
+
+    id: str
+    name: str
+    label: str
+    aliases: list[str] = Field(default_factory=list, description="names merged into it")
+    mentions: int = Field(description="memories that name it")
+    memories: list[Neighbour] = Field(
+        default_factory=list, description="memories that name it, newest first, at most `limit`"
+    )
+    facts: list[EntityFact] = Field(default_factory=list)
+
+
 class MemoryGraph(Model):
     """What the graph holds around one memory: its citations, entities, facts and neighbours."""
 

@@ -342,3 +342,24 @@ def test_memory_graph_shows_a_memorys_citations_entities_facts_and_neighbours(
     assert gm.memory_graph(new.id).citations[0].status == "source_changed"
     with pytest.raises(NotFound):
         gm.memory_graph("01NOSUCHMEMORY")
+
+
+def test_an_entity_page_lists_the_memories_that_name_it_and_its_facts(
+    oneshot: GraphMemory,
+) -> None:
+    gm = oneshot
+    first = gm.remember("The checkout-service depends on Redis for carts")
+    second = gm.remember("The checkout-service pages the payments team on errors")
+    gm.remember("Lunch is at noon on Fridays")
+    gm.index_triples()
+
+    page = gm.entity_page("checkout-service")
+    assert (page.id, page.name) == ("checkout-service", "checkout-service")
+    assert page.mentions == 2
+    assert [m.id for m in page.memories] == [second.id, first.id]  # newest first
+    assert all(m.relation == "mentions" and m.via == "checkout-service" for m in page.memories)
+    fact = next(f for f in page.facts if f.object_id == "redis")
+    assert (fact.subject_id, fact.subject, fact.object) == ("checkout-service", page.name, "Redis")
+    assert [m.id for m in gm.entity_page("checkout-service", limit=1).memories] == [second.id]
+    with pytest.raises(NotFound):
+        gm.entity_page("no-such-entity")
