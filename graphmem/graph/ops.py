@@ -334,6 +334,7 @@ class GraphOps(Service):
                     seed=memory_id in seeds,
                     hops=sum(n[:2] == "m:" for n in nodes[1:]) if nodes else None,
                     path=steps,
+                    nodes=multihop.path_nodes(sub, nodes, memories) if nodes else [],
                     path_text=multihop.path_text(steps),
                 )
             )

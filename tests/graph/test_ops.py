@@ -155,6 +155,12 @@ def test_multihop_reaches_the_fix_through_the_shared_entity_and_shows_the_path(
     assert "index lock" in fix.path_text and fix.path_text.startswith("The billing migration")
     # the fact "index lock -mitigated_by-> rollback runbook" leads straight to the runbook
     assert runbook is not None and runbook.hops == 1 and "-mitigated_by->" in runbook.path_text
+    # each node of the path by id, so a picture of it can link every node
+    nodes = [(n.kind, n.id, n.label) for n in fix.nodes]
+    assert len(nodes) == len(fix.path) + 1
+    assert nodes[0][:2] == ("memory", stored[0].id) and nodes[-1][:2] == ("memory", fix.memory.id)
+    assert ("entity", "index lock") in [n[:2] for n in nodes]
+    assert [n[2] for n in nodes] == [fix.path[0].source, *(s.target for s in fix.path)]
     lunch = by_id.get(stored[4].id)  # shares nothing with the question: no path, ranked below
     assert lunch is None or (lunch.hops is None and lunch.score < runbook.score)
     assert result.subgraph["entities"] >= 2
