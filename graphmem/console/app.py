@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from graphmem.console import drawing
+from graphmem.console import drawing, views
 from graphmem.console.auth import (
     COOKIE,
     SESSION_SECONDS,
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from graphmem.api import MemoryAPI
 
 PREFIX = "/console"
+DEFERRED_LIMIT = 100
 FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
 Page = Callable[[Request, Session], Response]
 
@@ -222,6 +223,10 @@ class Console:
             if len(timeline.entries) > 1 else None,
         )  # fmt: skip
 
+    def entity(self, request: Request, session: Session) -> Response:
+        entity = self.gm.entity_page(request.path_params["entity_id"])
+        return self.render(request, "entity.html", session, entity=entity)
+
     def multihop(self, request: Request, session: Session) -> Response:
         query = request.query_params.get("q", "").strip()
         result = self.gm.recall_multihop(query) if query else None
@@ -229,11 +234,19 @@ class Console:
         return self.render(request, "multihop.html", session, query=query, result=result, hits=hits)
 
     def inbox(self, request: Request, session: Session) -> Response:
+        """What waits for a decision, or (`show=deferred`) the review items put off for later;
+        a finding is never deferred: it stays with what waits."""
+        args = request.query_params
+        show = args.get("show", "pending")
+        if show not in ("pending", "deferred"):
+            raise InvalidInput("show must be pending or deferred", show=show)
+        deferred = self.gm.review_session_changes(status="deferred", limit=DEFERRED_LIMIT)
         return self.render(
-            request, "inbox.html", session,
-            review=self.gm.review_session_changes(status="pending", limit=50),
+            request, "inbox.html", session, show=show, deferred=deferred.items,
+            review=deferred if show == "deferred"
+            else self.gm.review_session_changes(status="pending", limit=50),
             findings=self.gm.steward_inbox(status="pending", limit=50),
-            done=request.query_params.get("done", ""),
+            done=views.done_message(args.get("done", ""), args.get("item", "")),
         )  # fmt: skip
 
     async def resolve(self, request: Request) -> Response:
@@ -256,7 +269,8 @@ class Console:
                 self.gm.steward_inbox_resolve(item, action, note)
         else:
             raise NotFound(f"no inbox of {kind!r}")
-        return RedirectResponse(href("inbox", done=f"{decision} {item}"), 303)
+        show = "deferred" if form.get("show") == "deferred" else None
+        return RedirectResponse(href("inbox", show=show, done=f"{kind}-{decision}", item=item), 303)
 
     def documents(self, request: Request, session: Session) -> Response:
         documents = self.gm.documents_overview().documents
@@ -312,6 +326,7 @@ def build_console(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = No
         Route("/logout", console.logout, methods=["POST"]),
         Route("/search", page(console.search)),
         Route("/memory/{memory_id}", page(console.memory)),
+        Route("/entity/{entity_id}", page(console.entity)),
         Route("/multihop", page(console.multihop)),
         Route("/inbox", page(console.inbox)),
         Route("/inbox/{kind}/{item}", console.resolve, methods=["POST"]),

@@ -118,11 +118,15 @@ def test_a_person_searches_opens_a_memory_follows_its_versions_and_clears_the_in
 def test_stored_markup_is_shown_as_text_and_never_runs_or_loads(
     page: Any, console: str, seeded: Seeded, beacon: Beacon, shots: Path
 ) -> None:
+    note = seeded.hostile and '<img src=x onerror="window.pwned = 8">'
+    seeded.gm.resolve_review_item(seeded.review_items[1], "defer", note)  # on the deferred tab
     sign_in(page, console, shots)
     urls = [
         f"{console}/search?q=Payload",
         f"{console}/search?q=Payload&compare=vector",
         f"{console}/inbox?done=%3Cscript%3Ewindow.pwned%3D9%3C%2Fscript%3E",
+        f"{console}/inbox?show=deferred",
+        f"{console}/entity/svg-entity",
         f"{console}/documents",
         f"{console}/document?path=docs%2Fdeploy.md",
         f"{console}/stats",

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
+from graphmem.models import utcnow
+from graphmem.storage.entities import EntityRow
 from tests.console.conftest import Seeded
 from tests.console.test_auth import csrf, signed_in
 
@@ -95,3 +98,66 @@ def test_bad_input_is_shown_as_an_error_page(console: str) -> None:
     client = signed_in(console)
     response = client.get("/search", params={"q": "deploy", "as_of": "not a date"})
     assert response.status_code == 400 and "as_of" in response.text.lower()
+
+
+def links(page: str) -> list[str]:
+    """Every console link of a page, fragments left off."""
+    return sorted({h.split("#")[0] for h in re.findall(r'href="(/console/[^"]*)"', page)} - {""})
+
+
+def orphan_entity(gm: Any, entity_id: str, name: str) -> str:
+    """An entity nothing names, and the steward's finding about it (id)."""
+    gm.store.write_extraction(
+        [], extractor="test", entities=[EntityRow(entity_id, name, entity_id, entity_id, "concept")],
+        aliases={}, mentions=[], facts=[], provenance=[], at=utcnow(),
+    )  # fmt: skip
+    run = gm.steward_run("orphans", dry_run=False)
+    return next(f.id for f in run.findings if f.kind == "orphan_entity" and entity_id in f.targets)
+
+
+def test_every_link_of_the_inbox_leads_to_a_page(console: str, seeded: Seeded) -> None:
+    client = signed_in(console)
+    finding = orphan_entity(seeded.gm, "policy", "policy")
+    page = client.get("/inbox").text
+    assert f"finding-{finding}" in page
+    found = links(page)
+    assert "/console/entity/policy" in found  # the orphan's target is an entity, not a memory
+    assert "/console/memory/policy" not in found
+    for link in found:
+        assert client.get(link.removeprefix("/console")).status_code == 200, link
+    entity = client.get("/entity/policy").text
+    assert "No memory names it any more" in entity
+
+
+def test_a_deferred_review_item_waits_under_its_own_tab_and_is_decided_there(
+    console: str, seeded: Seeded
+) -> None:
+    client = signed_in(console)
+    item = seeded.review_items[1]
+    token = csrf(client)
+    deferred = client.post(f"/inbox/review/{item}", data={"csrf": token, "decision": "defer"})
+    assert "done=review-defer" in deferred.headers["location"]
+    assert f"review-{item}" not in client.get("/inbox").text
+    tab = client.get("/inbox", params={"show": "deferred"}).text
+    assert f'id="review-{item}"' in tab
+    assert 'value="defer"' not in tab  # deferred already: accept or reject
+    assert re.search(r"Deferred <span class=\"count\">1</span>", client.get("/inbox").text)
+
+    done = client.post(f"/inbox/review/{item}", data={"csrf": token, "decision": "reject",
+                                                      "show": "deferred"})  # fmt: skip
+    assert done.headers["location"].startswith("/console/inbox?show=deferred")
+    page = client.get(done.headers["location"].removeprefix("/console")).text
+    assert f"Rejected review item {item}" in page and f'id="review-{item}"' not in page
+    assert client.get("/inbox", params={"show": "nothing"}).status_code == 400
+
+
+def test_each_decision_says_what_it_did(console: str, seeded: Seeded) -> None:
+    client = signed_in(console)
+    dismissed = client.post(
+        f"/inbox/finding/{seeded.finding}", data={"csrf": csrf(client), "decision": "reject"}
+    )
+    page = client.get(dismissed.headers["location"].removeprefix("/console")).text
+    assert f"Dismissed finding {seeded.finding}" in page
+    assert "reject" not in page.split('<p class="done">')[1].split("</p>")[0]
+    unknown = client.get("/inbox", params={"done": "<b>pwned</b>", "item": "x"}).text
+    assert 'class="done"' not in unknown
