@@ -215,11 +215,12 @@ class Console:
         graph = self.gm.memory_graph(memory_id)
         timeline = self.gm.knowledge_timeline(memory_id=memory_id)
         label = memory.title or memory.content
-        link = lambda i: href("memory", i)  # noqa: E731
         return self.render(
             request, "memory.html", session, memory=memory, graph=graph, timeline=timeline,
-            drawn_neighbourhood=drawing.neighbourhood(graph, label, link),
-            versions=drawing.versions(timeline.entries, memory.id, link)
+            drawn_neighbourhood=drawing.neighbourhood(
+                graph, label, href("memory", memory.id), _memory_link, _entity_link
+            ),
+            versions=drawing.versions(timeline.entries, memory.id, _memory_link)
             if len(timeline.entries) > 1 else None,
         )  # fmt: skip
 
@@ -230,7 +231,10 @@ class Console:
     def multihop(self, request: Request, session: Session) -> Response:
         query = request.query_params.get("q", "").strip()
         result = self.gm.recall_multihop(query) if query else None
-        hits = [(h, drawing.path(h.path)) for h in result.hits] if result else []
+        hits = [
+            (h, drawing.path(h.path, h.nodes, _memory_link, _entity_link))
+            for h in (result.hits if result else [])
+        ]
         return self.render(request, "multihop.html", session, query=query, result=result, hits=hits)
 
     def inbox(self, request: Request, session: Session) -> Response:
@@ -294,6 +298,14 @@ class Console:
 
     def home(self, request: Request, session: Session) -> Response:
         return RedirectResponse(href("search"), 303)
+
+
+def _memory_link(memory_id: str) -> str:
+    return href("memory", memory_id)
+
+
+def _entity_link(entity_id: str) -> str:
+    return href("entity", entity_id)
 
 
 def _local(target: str | None) -> str:

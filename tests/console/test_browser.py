@@ -7,6 +7,7 @@ else to the test's temp folder."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 from collections.abc import Iterator
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from graphmem.models import utcnow
+from graphmem.storage.entities import EntityRow, Mention
 from tests.console.conftest import TOKEN, Beacon, Seeded
 
 CHROMIUM = os.environ.get("GRAPHMEM_CHROMIUM", "/usr/bin/chromium")
@@ -127,6 +130,7 @@ def test_stored_markup_is_shown_as_text_and_never_runs_or_loads(
         f"{console}/inbox?done=%3Cscript%3Ewindow.pwned%3D9%3C%2Fscript%3E",
         f"{console}/inbox?show=deferred",
         f"{console}/entity/svg-entity",
+        f"{console}/search",
         f"{console}/documents",
         f"{console}/document?path=docs%2Fdeploy.md",
         f"{console}/stats",
@@ -147,3 +151,52 @@ def test_stored_markup_is_shown_as_text_and_never_runs_or_loads(
     page.screenshot(path=shots / "hostile.png", full_page=True)
     page.goto(f"{console}/document?path=docs%2Fdeploy.md")
     assert "<script>window.pwned = 6</script>" in page.inner_text("h1")
+
+
+def crowded(gm: Any) -> str:
+    """A memory naming ten entities with long and wide names, each named by other memories:
+    a full neighbourhood to draw."""
+    names = [f"entity {n} <b>with a long name</b> {'請求サービス' if n % 3 == 0 else ''}"
+             for n in range(10)]  # fmt: skip
+    centre = gm.remember("A memory that names ten things " + ", ".join(names))
+    others = [gm.remember(f"Another memory naming {name}, number {n}") for n, name in
+              enumerate(names[:6] * 2)]  # fmt: skip
+    gm.wait_for_extraction()
+    rows = [EntityRow(f"crowd-{n}", name, f"crowd-{n}", f"crowd{n}", "concept")
+            for n, name in enumerate(names)]  # fmt: skip
+    mentions = [Mention(centre.id, r.id, r.name) for r in rows]
+    mentions += [Mention(o.id, rows[n % 6].id, rows[n % 6].name) for n, o in enumerate(others)]
+    gm.store.write_extraction(
+        [centre.id, *(o.id for o in others)], extractor="test", entities=rows, aliases={},
+        mentions=mentions, facts=[], provenance=[], at=utcnow(),
+    )  # fmt: skip
+    return str(centre.id)
+
+
+def overlapping(a: dict[str, float], b: dict[str, float], slack: float = 0.5) -> bool:
+    return (a["x"] + slack < b["x"] + b["width"] and b["x"] + slack < a["x"] + a["width"]
+            and a["y"] + slack < b["y"] + b["height"] and b["y"] + slack < a["y"] + a["height"])  # fmt: skip
+
+
+def test_every_node_of_a_picture_is_a_link_and_no_label_sits_on_another(
+    page: Any, console: str, seeded: Seeded, shots: Path
+) -> None:
+    memory_id = crowded(seeded.gm)
+    sign_in(page, console, shots)
+    for url in (f"{console}/memory/{memory_id}", f"{console}/memory/{seeded.new}",
+                f"{console}/multihop?q=how+do+deploys+roll+back"):  # fmt: skip
+        page.goto(url)
+        for picture in page.locator("svg.graph, svg.timeline, svg.path").all():
+            nodes = picture.locator("g.node")
+            assert nodes.count() and nodes.count() == picture.locator("a > g.node").count(), url
+            texts = [t.bounding_box() for t in picture.locator("text").all()]
+            for a, b in itertools.combinations(texts, 2):
+                assert not overlapping(a, b), (url, a, b)
+            for node in nodes.all():  # a label stays inside its box
+                box, text = node.locator("rect").bounding_box(), node.locator("text").bounding_box()
+                assert text["x"] + text["width"] <= box["x"] + box["width"] + 1, url
+    page.goto(f"{console}/memory/{memory_id}")
+    page.screenshot(path=shots / "neighbourhood.png", full_page=True)
+    page.click("svg.graph a[href='/console/entity/crowd-0']")
+    page.wait_for_url(f"{console}/entity/crowd-0")
+    assert "Memories that name it" in page.inner_text("main")
