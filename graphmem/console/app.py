@@ -184,6 +184,12 @@ class Console:
         if query:
             for name in [recipe, compare] if compare else [recipe]:
                 columns.append(self._recall(query, chosen, scope, name))
+        # one scale for every column, so a bar is as long for the same number side by side
+        scale = 220 / drawing.largest_contribution(
+            [h.explain for column in columns for h in column["hits"]]
+        )
+        for column in columns:
+            column["hits"] = [(h, drawing.bars(h.explain, scale)) for h in column["hits"]]
         return self.render(
             request, "search.html", session, query=query, chosen=chosen, scope=scope,
             recipe=recipe or "", compare=compare or "", columns=columns,
@@ -200,11 +206,9 @@ class Console:
             query, limit=10, filters=filters, explain=True, recipe=recipe,
             scope=scope,  # type: ignore[arg-type]
         )  # fmt: skip
-        hits = result.hits
-        scale = 220 / drawing.largest_contribution([h.explain for h in hits])
         return {
             "recipe": recipe or "default",
-            "hits": [(h, drawing.bars(h.explain, scale)) for h in hits],
+            "hits": result.hits,
             "sections": result.sections,
             "warnings": result.warnings,
         }

@@ -77,6 +77,7 @@ def test_a_person_searches_opens_a_memory_follows_its_versions_and_clears_the_in
     page.press("input[name=q]", "Enter")
     page.wait_for_selector("li.hit")
     assert page.locator("svg.bars rect").count() > 0  # why each hit ranks where it does
+    assert page.locator("svg.bars text.num").count() == page.locator("svg.bars rect").count()
     page.screenshot(path=shots / "search.png", full_page=True)
 
     page.goto(f"{console}/search?q=deploys+ArgoCD&recipe=hybrid&compare=bm25")

@@ -6,9 +6,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphmem.models import utcnow
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from graphmem.console.app import console_mount
+from graphmem.models import Hit, Memory, RecallResult, utcnow
 from graphmem.storage.entities import EntityRow
-from tests.console.conftest import Seeded
+from tests.console.conftest import TOKEN, Seeded
 from tests.console.test_auth import csrf, signed_in
 
 
@@ -161,3 +165,38 @@ def test_each_decision_says_what_it_did(console: str, seeded: Seeded) -> None:
     assert "reject" not in page.split('<p class="done">')[1].split("</p>")[0]
     unknown = client.get("/inbox", params={"done": "<b>pwned</b>", "item": "x"}).text
     assert 'class="done"' not in unknown
+
+
+class Recalls:
+    """A store that answers recall with set explanations: the cosine alone counts, 1.0 for the
+    `hybrid` recipe's best hit and 0.5 for the `vector` one's."""
+
+    def recall(self, query: str, *, recipe: str | None = None, **_: Any) -> RecallResult:
+        best = {"hybrid": 1.0, "vector": 0.5}[recipe or "hybrid"]
+        memory = Memory(id=f"m-{recipe}", content=f"what {recipe} finds", kind="note",
+                        type="episodic", created_at=utcnow(), updated_at=utcnow())  # fmt: skip
+        hits = [
+            Hit(
+                memory=memory,
+                score=value,
+                explain={"features": {"cosine": value}, "weights": {"cosine": 1.0}},
+            )
+            for value in (best, best / 2)
+        ]
+        return RecallResult(query=query, hits=hits)
+
+
+def test_recipes_side_by_side_draw_their_bars_to_one_scale_with_their_numbers() -> None:
+    app = Starlette(routes=[console_mount(Recalls(), TOKEN)])  # type: ignore[arg-type]
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        client.post("/console/login", data={"token": TOKEN}, follow_redirects=False)
+        page = client.get(
+            "/console/search", params={"q": "x", "recipe": "hybrid", "compare": "vector"}
+        )
+    drawn = re.findall(
+        r'<rect x="84" y="[\d.]+" width="([\d.]+)" height="10">.*?</rect>\s*'
+        r'<text class="num" [^>]*>([\d.]+)</text>', page.text, re.S,
+    )  # fmt: skip
+    assert [number for _, number in drawn] == ["1.00", "0.50", "0.50", "0.25"]
+    per_unit = {round(float(width) / float(number)) for width, number in drawn}
+    assert len(per_unit) == 1  # a unit is as long in one column as in the other
