@@ -37,6 +37,7 @@ from graphmem.documents.models import DocumentSummary
 from graphmem.errors import GraphmemError, InvalidInput, NotFound
 from graphmem.models import Lifecycle, MemoryKind, MemoryType
 from graphmem.recall.config import RECIPES
+from graphmem.recall.warnings import dead_end_label
 from graphmem.steward.models import LAYERS
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.globals["href"] = href
+    env.globals["dead_end_label"] = dead_end_label
     env.filters["when"] = lambda v: v.strftime("%Y-%m-%d %H:%M") if isinstance(v, datetime) else ""
     env.filters["short"] = drawing.short
     return env

@@ -104,13 +104,17 @@ def dead_end_warnings(
     ]
 
 
-def _warning(memory: Memory, reason: str, via: str | None) -> RecallWarning:
+def dead_end_label(memory: Memory) -> str:
+    """A dead end in a line: its title (or content) cut with an ellipsis, and what to do
+    instead when it says."""
     alternative = _alternative(memory)
-    message = (
-        f"dead end {memory.id}: {shortened(memory.title or memory.content, LABEL_CHARS)}"
-        + (f" (instead: {shortened(alternative, LABEL_CHARS)})" if alternative else "")
-        + f"; shown because {reason}"
+    return shortened(memory.title or memory.content, LABEL_CHARS) + (
+        f" (instead: {shortened(alternative, LABEL_CHARS)})" if alternative else ""
     )
+
+
+def _warning(memory: Memory, reason: str, via: str | None) -> RecallWarning:
+    message = f"dead end {memory.id}: {dead_end_label(memory)}; shown because {reason}"
     return RecallWarning(kind="dead_end", message=message, memory=memory, reason=reason, via=via)
 
 

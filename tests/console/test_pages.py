@@ -167,6 +167,23 @@ def test_each_decision_says_what_it_did(console: str, seeded: Seeded) -> None:
     assert 'class="done"' not in unknown
 
 
+def test_a_dead_end_warning_links_its_ids_and_says_why(console: str, seeded: Seeded) -> None:
+    gm = seeded.gm
+    dead_end = gm.store_dead_end(
+        attempted_approach="Sync ArgoCD by hand from the UI on every deploy",
+        why_failed="people forgot and staging drifted", alternative="auto-sync",
+    )  # fmt: skip
+    gm.store_dead_end(attempted_approach="Compress logs with xz", why_failed="CPU spikes")
+    client = signed_in(console)
+    page = client.get("/search", params={"q": "sync ArgoCD by hand from the UI"}).text
+    warnings = re.findall(r'<p class="warning">(.*?)</p>', page, re.S)
+    assert len(warnings) == 1
+    assert f'<a href="/console/memory/{dead_end.id}">{dead_end.id}</a>' in warnings[0]
+    assert "shown because it is" in warnings[0] and "close to the query" in warnings[0]
+    nonsense = client.get("/search", params={"q": "zzqqxx"}).text
+    assert 'class="warning"' not in nonsense
+
+
 class Recalls:
     """A store that answers recall with set explanations: the cosine alone counts, 1.0 for the
     `hybrid` recipe's best hit and 0.5 for the `vector` one's."""

@@ -37,7 +37,9 @@ def infra(gm: GraphMemory) -> dict[str, str]:
         decision="Migrations run in a one-off deploy job", rationale="only one process migrates",
         avoids=[ids["migrations"]], context="infra", tags=["ops"],
     ).id  # fmt: skip
-    ids["flags"] = gm.remember("Feature flags live in LaunchDarkly", context="infra", tags=["ops"]).id
+    ids["flags"] = gm.remember(
+        "Feature flags live in LaunchDarkly", context="infra", tags=["ops"]
+    ).id
     return ids
 
 
