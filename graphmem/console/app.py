@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, get_args
 from urllib.parse import quote, urlencode
@@ -65,7 +64,8 @@ def _environment() -> Environment:
     )
     env.globals["href"] = href
     env.globals["dead_end_label"] = dead_end_label
-    env.filters["when"] = lambda v: v.strftime("%Y-%m-%d %H:%M") if isinstance(v, datetime) else ""
+    env.globals["metadata_rows"] = views.metadata_rows
+    env.filters["when"] = views.when
     env.filters["short"] = drawing.short
     return env
 
@@ -192,11 +192,18 @@ class Console:
         )
         for column in columns:
             column["hits"] = [(h, drawing.bars(h.explain, scale)) for h in column["hits"]]
+        landing = {} if query else self._landing()
         return self.render(
             request, "search.html", session, query=query, chosen=chosen, scope=scope,
             recipe=recipe or "", compare=compare or "", columns=columns,
-            recipes=sorted(RECIPES), choices=_choices(),
+            recipes=sorted(RECIPES), choices=_choices(), **landing,
         )  # fmt: skip
+
+    def _landing(self) -> dict[str, Any]:
+        """What the search page shows before a query: the newest memories and what waits."""
+        waiting = self.gm.review_session_changes(limit=1).pending
+        waiting += self.gm.steward_inbox(limit=1).pending
+        return {"recent": self.gm.list(limit=10).memories, "waiting": waiting}
 
     def _recall(
         self, query: str, chosen: Mapping[str, str], scope: str, recipe: str | None

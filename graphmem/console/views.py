@@ -1,6 +1,11 @@
-"""Small helpers the pages format with: what a decision did, as text a person reads."""
+"""Small helpers the pages format with: stored values as text a person reads, not as Python."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
 
 # what an inbox decision did, by `kind-decision`; anything else in the URL says nothing
 DONE = {
@@ -16,3 +21,40 @@ DONE = {
 def done_message(done: str, item: str) -> str:
     template = DONE.get(done)
     return template.format(item) if template and item else ""
+
+
+def when(value: Any) -> str:
+    """A time as `YYYY-MM-DD HH:MM`, whether it came as a datetime or as ISO text."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return ""
+    return value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else ""
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return str(value)
+
+
+def metadata_rows(
+    metadata: Mapping[str, Any], prefix: str = "metadata"
+) -> list[tuple[str, str, bool]]:
+    """A memory's metadata as (key, text, is_json) rows: nested objects by dotted keys, lists of
+    plain values joined with commas, anything deeper as indented JSON."""
+    rows: list[tuple[str, str, bool]] = []
+    for key, value in metadata.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping) and value:
+            rows += metadata_rows(value, name)
+        elif isinstance(value, list | tuple) and not any(
+            isinstance(v, Mapping | list | tuple) for v in value
+        ):
+            rows.append((name, ", ".join(_scalar(v) for v in value), False))
+        elif isinstance(value, Mapping | list | tuple):
+            rows.append((name, json.dumps(value, indent=2, ensure_ascii=False, default=str), True))
+        else:
+            rows.append((name, _scalar(value), False))
+    return rows

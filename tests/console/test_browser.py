@@ -201,3 +201,29 @@ def test_every_node_of_a_picture_is_a_link_and_no_label_sits_on_another(
     page.click("svg.graph a[href='/console/entity/crowd-0']")
     page.wait_for_url(f"{console}/entity/crowd-0")
     assert "Memories that name it" in page.inner_text("main")
+
+
+def test_at_the_width_of_a_phone_no_page_scrolls_sideways(
+    browser: Any, console: str, seeded: Seeded, shots: Path
+) -> None:
+    memory_id = crowded(seeded.gm)
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    phone = context.new_page()
+    try:
+        sign_in(phone, console, shots)
+        for url in [
+            f"{console}/search", f"{console}/search?q=Payload",
+            f"{console}/search?q=deploys+ArgoCD&recipe=hybrid&compare=bm25",
+            f"{console}/memory/{memory_id}", f"{console}/memory/{seeded.new}",
+            *(f"{console}/memory/{m}" for m in seeded.hostile), f"{console}/entity/crowd-0",
+            f"{console}/multihop?q=how+do+deploys+roll+back", f"{console}/inbox",
+            f"{console}/inbox?show=deferred", f"{console}/documents",
+            f"{console}/document?path=docs%2Fdeploy.md", f"{console}/stats",
+        ]:  # fmt: skip
+            phone.goto(url)
+            wide = phone.evaluate("document.documentElement.scrollWidth")
+            assert wide <= 390, (url, wide)
+        phone.goto(f"{console}/search?q=deploys+ArgoCD&recipe=hybrid&compare=bm25")
+        phone.screenshot(path=shots / "phone.png", full_page=True)
+    finally:
+        context.close()

@@ -167,6 +167,35 @@ def test_each_decision_says_what_it_did(console: str, seeded: Seeded) -> None:
     assert 'class="done"' not in unknown
 
 
+def test_metadata_is_shown_as_keys_and_values(console: str, seeded: Seeded) -> None:
+    memory = seeded.gm.remember(
+        "Retention is seven years", metadata={
+            "record": {"decision": "keep 7 years", "alternatives": ["5 years", "forever"]},
+            "reviewed": True, "score": None, "steps": [{"at": 1}, {"at": 2}],
+        },
+    )  # fmt: skip
+    page = signed_in(console).get(f"/memory/{memory.id}").text
+    assert re.search(r"<th>metadata\.record\.decision</th><td>keep 7 years</td>", page)
+    assert re.search(r"<th>metadata\.record\.alternatives</th><td>5 years, forever</td>", page)
+    assert re.search(r"<th>metadata\.reviewed</th><td>true</td>", page)
+    assert re.search(r"<th>metadata\.score</th><td>null</td>", page)
+    assert '<pre class="json">[\n  {\n    &#34;at&#34;: 1' in page  # a list of objects: JSON
+    assert "{&#39;" not in page and "[{" not in page  # no Python dict or list spelt out
+
+
+def test_the_landing_page_shows_recent_memories_and_what_waits(
+    console: str, seeded: Seeded
+) -> None:
+    client = signed_in(console)
+    landing = client.get("/")
+    assert landing.status_code == 303
+    page = client.get(landing.headers["location"].removeprefix("/console")).text
+    newest = seeded.gm.list(limit=1).memories[0]
+    assert "Recent memories" in page and f"/console/memory/{newest.id}" in page
+    waiting = seeded.gm.review_session_changes().pending + seeded.gm.steward_inbox().pending
+    assert f"{waiting} waiting in the inbox" in page
+
+
 def test_a_dead_end_warning_links_its_ids_and_says_why(console: str, seeded: Seeded) -> None:
     gm = seeded.gm
     dead_end = gm.store_dead_end(
