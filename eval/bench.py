@@ -219,7 +219,8 @@ def run_bench(
     with tempfile.TemporaryDirectory(prefix="graphmem-bench-") as tmp:
         home = Path(tmp) / "store"
         with open_store(home, embedder=embedder, extract_on_write=False) as gm:
-            engine = f"{gm.store.engine.name} {gm.store.engine.version()}"
+            stats = gm.stats()
+            engine = f"{stats.engine} {stats.engine_version}"
             embedder.embed(["warm up"])
             started = time.perf_counter()
             report = gm.import_jsonl([json.dumps(m) for m in pool])
@@ -228,7 +229,7 @@ def run_bench(
             notes_rate, notes_done_rate = _notes_rates(embedder, notes)
             print(f"embedded import of notes: {notes_rate:.0f}/s", file=sys.stderr)
 
-            _, matrix = gm.store.vectors(embedder.space)
+            _, matrix = gm.store.vectors.matrix(embedder.space)
             pool_vectors = [  # the compact form: base64 of little-endian float32
                 base64.b64encode(row.astype("<f4").tobytes()).decode()
                 for row in matrix[: len(pool)]

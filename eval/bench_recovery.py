@@ -1,5 +1,5 @@
 """What a start reads to find the work a crash left, at N memories: the Pending table
-(graphmem.storage.pending) against the scans it replaced, each timed in a new process on the
+(graphmem.storage.protocols.pending) against the scans it replaced, each timed in a new process on the
 closed store, after the store has opened, with no saved search structures (as after a kill).
 
 The store holds N memories (a third of them notes of three sentences, which get passages) with
@@ -27,7 +27,7 @@ from eval.embedding import environ
 from graphmem.passage_work import PASSAGES_PENDING
 from graphmem.passages import passage_ids, passages
 from graphmem.settings import load_settings
-from graphmem.storage.pending import CHUNK_EXTRACT, EXTRACT, PASSAGES, WORKS
+from graphmem.storage.protocols import CHUNK_EXTRACT, EXTRACT, PASSAGES, WORKS
 
 BACKLOG = 0.01  # of the memories waiting for extraction, and of the notes for passages
 CHUNK = 50_000  # lines per import call
@@ -78,7 +78,7 @@ def build(home: Path, n: int, embedding: str) -> dict[str, int]:
         gm.cypher(
             f"UNWIND $ids AS i MATCH (p:{table} {{id: i}}) DELETE p", {"ids": gone}, write=True
         )
-        gm.store.put_pending(PASSAGES, waiting)
+        gm.store.pending.put(PASSAGES, waiting)
         gm.store.meta_set(PASSAGES_PENDING, "1")  # what the old way needed to look at all
         return {"extraction": n - ids.index(cut), "passages": len(waiting)}
 
@@ -94,15 +94,15 @@ def read_once(home: str, which: str, embedding: str) -> dict[str, Any]:
     started = time.perf_counter()
     with GraphMemory(settings, embedder=embedder, extract_in_background=False) as gm:
         opened = time.perf_counter() - started
-        gm.store.read("MATCH (m:_Meta) RETURN count(*)")  # a pooled connection, made once
+        gm.store.conn.read("MATCH (m:_Meta) RETURN count(*)")  # a pooled connection, made once
         reads: dict[str, Callable[[], int]] = (
-            {work: partial(_count, gm.store.pending_items, work) for work in WORKS}
+            {work: partial(_count, gm.store.pending.items, work) for work in WORKS}
             if which == "new"
             else {
-                EXTRACT: lambda: len(gm.store.read(OLD_EXTRACTION_SCAN)),
+                EXTRACT: lambda: len(gm.store.conn.read(OLD_EXTRACTION_SCAN)),
                 PASSAGES: lambda: len(gm.flagged_passages()),
                 CHUNK_EXTRACT: lambda: len(
-                    gm.store.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN c.id")
+                    gm.store.conn.read("MATCH (c:Chunk) WHERE c.extracted_by IS NULL RETURN c.id")
                 ),
             }
         )

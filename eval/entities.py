@@ -202,7 +202,7 @@ def resolve_store(
         for start in range(0, len(texts), BATCH):
             part = texts[start : start + BATCH]
             indexer.index([(f"t{start + i}", text) for i, text in enumerate(part)], chunks=True)
-        resolved = gm.store.resolve_norms(
+        resolved = gm.store.entities.resolve_norms(
             [e.norm for x in extractions for e in x.entities]
         )  # read before the store closes
     finally:

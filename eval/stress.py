@@ -150,7 +150,7 @@ def run_stress(
         settings = load_settings(home, environ=environ(embedding))
         lost = []
         with GraphMemory(settings) as gm:
-            present = gm.store.get_memories(list(tally.acked))
+            present = gm.store.memories.get_many(list(tally.acked))
             for memory_id, content in tally.acked.items():
                 if memory_id not in present or present[memory_id].content != content:
                     lost.append(memory_id)

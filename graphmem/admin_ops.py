@@ -24,7 +24,6 @@ from graphmem.models import (
 from graphmem.passage_work import IMPORT_BATCH, PassageWork
 from graphmem.passages import passages
 from graphmem.service_context import Service, ServiceContext
-from graphmem.storage.backup import take_backup
 
 Progress = Callable[[int, int], None]
 SUPPLIED_WEIGHT = 1 / 16  # of an imported line that brings its vector, against one to embed
@@ -52,7 +51,7 @@ class AdminOps(Service):
 
     def backup(self, dest: str | Path) -> BackupInfo:
         """A consistent copy of the store in a new directory, taken while it keeps serving."""
-        return take_backup(self.store, Path(dest))
+        return self.store.backup(Path(dest))
 
     def export_page(
         self, cursor: str | None = None, *, limit: int = 1000, with_vectors: bool = False
@@ -60,10 +59,10 @@ class AdminOps(Service):
         """Every memory, archived ones included, oldest first, a page at a time (for export).
         With vectors, an import into a store of the same embedding space skips embedding."""
         check_limit(limit, most=10_000)
-        page = self.store.export_page(cursor, limit=limit)
+        page = self.store.memories.export_page(cursor, limit=limit)
         if with_vectors:
             space = self.embedder.space
-            row_ids, matrix = self.store.vectors(space)
+            row_ids, matrix = self.store.vectors.matrix(space)
             ids = [m.id for m in page.memories]
             page.embedding_space = space.label
             page.vectors = {
@@ -71,7 +70,7 @@ class AdminOps(Service):
             }
             page.passages = {
                 i: [vector_base64(row) for row in rows]
-                for i, rows in self.store.passage_vectors(space, ids).items()
+                for i, rows in self.store.vectors.passage_vectors(space, ids).items()
             }
         return page
 
@@ -106,7 +105,7 @@ class AdminOps(Service):
         def flush() -> None:
             nonlocal imported, skipped, supplied, pending, load, given, deferred
             # a scan of the whole table for Kùzu (~0.4 s at 1M), so only when ids were given
-            present = self.store.existing_ids(sorted(given)) if given else set()
+            present = self.store.memories.existing_ids(sorted(given)) if given else set()
             fresh, seen = [], set(present)  # a file may name an id twice: the first line wins
             for memory, brought in pending:
                 if memory.id not in seen:
@@ -125,8 +124,8 @@ class AdminOps(Service):
                     for m, b in fresh
                     if jobs is not None and b.passages is None and passages(m.content)
                 ]
-                # the rows that say they wait commit with the memories (graphmem.storage.pending)
-                imported += self.store.insert_memories(
+                # the rows that say they wait commit with the memories (graphmem.storage.protocols.pending)
+                imported += self.store.memories.insert(
                     memories, vectors, self.embedder.space, found, deferred_passages=waiting
                 )
                 if waiting and jobs is not None:
@@ -176,22 +175,22 @@ class AdminOps(Service):
         """
         started = time.perf_counter()
         space = self.embedder.space
-        self.store.ensure_space(space)
-        have = set(self.store.vector_ids(space))
-        everything = self.store.all_memory_ids()
+        self.store.vectors.ensure_space(space)
+        have = set(self.store.vectors.ids(space))
+        everything = self.store.memories.all_ids()
         todo = sorted(everything - have)
         # a memory with passages has "<id>#0"; one without may be a single sentence
         unsplit = self._passages.missing_passages(everything)
         total = len(todo) + len(unsplit)
         for start in range(0, len(todo), batch_size):
             ids = todo[start : start + batch_size]
-            memories = self.store.get_memories(ids)
+            memories = self.store.memories.get_many(ids)
             fresh = [memories[i] for i in ids if i in memories]
             if fresh:  # unless all were deleted since
                 vectors, found = self._memories.embed_memories(fresh)
                 with self.store.transaction():
-                    self.store.put_vectors(space, [m.id for m in fresh], vectors)
-                    self.store.put_passages(space, *found)
+                    self.store.vectors.put(space, [m.id for m in fresh], vectors)
+                    self.store.vectors.put_passages(space, *found)
             if on_progress:
                 on_progress(start + len(ids), total)
 

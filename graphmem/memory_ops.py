@@ -50,7 +50,7 @@ from graphmem.recall.pipeline import rank as rank_candidates
 from graphmem.recall.query import embedding_text
 from graphmem.recall.warnings import dead_end_warnings, missing_vector_warnings
 from graphmem.service_context import Service, ServiceContext
-from graphmem.storage.vectors import PassageVectors
+from graphmem.storage.protocols import PassageVectors
 
 Progress = Callable[[int, int], None]
 Filters = MemoryFilter | Mapping[str, Any] | None
@@ -93,7 +93,7 @@ class MemoryOps(Service):
         texts = [self._embedding_text(memories[i]) for i in missing] + pieces
         space = self.embedder.space
         embedded = self.embedder.embed(texts) if texts else np.zeros((0, space.dim), np.float32)
-        self.store.ensure_space(space)
+        self.store.vectors.ensure_space(space)
         vectors = np.zeros((len(memories), space.dim), np.float32)
         vectors[missing] = embedded[: len(missing)]
         passage_rows = [embedded[len(missing) :]]
@@ -145,7 +145,7 @@ class MemoryOps(Service):
         ]
         named = [k.key for k in keys if k is not None]
         try:
-            repeats = repeated_stores(keys, self.store.stored_by_keys(named, now=utcnow()))
+            repeats = repeated_stores(keys, self.store.memories.stored_by_keys(named, now=utcnow()))
         except Conflict as exc:
             index = exc.fields.pop("index", 0)
             if not batch:
@@ -160,14 +160,14 @@ class MemoryOps(Service):
             with_keys = [
                 (key, m.id) for i, m in zip(chosen, memories, strict=True) if (key := keys[i])
             ]
-            self.store.insert_memories(
+            self.store.memories.insert(
                 memories, vectors, self.embedder.space, found, keys=with_keys
             )
             out.update(zip(chosen, memories, strict=True))
             self.context.extraction.schedule([m.id for m in memories])
             if on_progress:
                 on_progress(len(out), len(inputs))
-        earlier = self.store.get_memories([r for r in repeats.values() if isinstance(r, str)])
+        earlier = self.store.memories.get_many([r for r in repeats.values() if isinstance(r, str)])
         for i, repeated in repeats.items():
             first = out[repeated] if isinstance(repeated, int) else earlier[repeated]
             out[i] = StoredMemory.model_validate({**first.model_dump(), "deduplicated": True})
@@ -178,7 +178,7 @@ class MemoryOps(Service):
         return f"{memory.title}\n{memory.content}" if memory.title else memory.content
 
     def get(self, memory_id: str) -> Memory:
-        memory = self.store.get_memory(memory_id)
+        memory = self.store.memories.get(memory_id)
         self.context.usage.note([memory_id], targeted=True)
         return memory
 
@@ -191,24 +191,24 @@ class MemoryOps(Service):
         given = patch.model_dump(exclude_unset=True, exclude_none=True)
         if not given:
             raise InvalidInput("nothing to update: give at least one field to change")
-        current = self.store.get_memory(memory_id)
+        current = self.store.memories.get(memory_id)
         updated = current.model_copy(update={**given, "updated_at": utcnow()})
         vector, found = None, None
         if updated.content != current.content or updated.title != current.title:
             vectors, found = self.embed_memories([updated])
             vector = vectors[0]
         with self.store.transaction():  # the new text and its waiting extraction commit together
-            self.store.update_memory(
+            self.store.memories.update(
                 updated, vector, self.embedder.space if vector is not None else None, found
             )
             if vector is not None:
-                self.store.mark_pending_extraction([memory_id])
+                self.store.entities.mark_pending_extraction([memory_id])
         if vector is not None:
             self.context.extraction.schedule([memory_id])
         return updated
 
     def delete(self, memory_id: str) -> None:
-        self.store.delete_memory(memory_id)
+        self.store.memories.delete(memory_id)
 
     def list(
         self,
@@ -219,10 +219,10 @@ class MemoryOps(Service):
     ) -> MemoryPage:
         """Memories newest first; pass `next_cursor` back to get the following page."""
         check_limit(limit)
-        return self.store.list_memories(validate_filter(filters), limit=limit, cursor=cursor)
+        return self.store.memories.page(validate_filter(filters), limit=limit, cursor=cursor)
 
     def stats(self) -> StoreStats:
-        return self.store.stats(self.embedder.space)
+        return self.store.memories.stats(self.embedder.space)
 
     # -- recall -----------------------------------------------------------------------------
 
@@ -261,7 +261,9 @@ class MemoryOps(Service):
         degraded = False
         if config.needs_vectors:
             try:
-                query_vector = self.embedder.embed_query(embedding_text(query, self.store.speakers))
+                query_vector = self.embedder.embed_query(
+                    embedding_text(query, self.store.memories.speakers)
+                )
             except EmbeddingError as exc:
                 degraded = True
                 message = f"embedding failed, keyword-only results: {exc.message}"
@@ -283,7 +285,7 @@ class MemoryOps(Service):
         """The hits shown, with their successors, the dead ends near them, and their use noted."""
         superseded = [h.memory.id for h in hits if h.memory.lifecycle == "superseded"]
         if superseded:
-            successors = self.store.newest_successors(superseded)
+            successors = self.store.knowledge.newest_successors(superseded)
             for hit in hits:
                 hit.superseded_by = successors.get(hit.memory.id)
         warnings = search.warnings + dead_end_warnings(

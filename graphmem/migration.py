@@ -25,9 +25,8 @@ from graphmem.daemon.paths import live_owner
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.models import MigrationReport, TableCopy
 from graphmem.settings import CONFIG_FILE, Settings
-from graphmem.storage import engines
-from graphmem.storage.copier import TableSpec, export_table, load_table, stored_digest, table_specs
-from graphmem.storage.store import KuzuStore
+from graphmem.storage import engines, open_store_at
+from graphmem.storage.protocols import TableSpec
 
 WORK = ".migrate"
 MANIFEST = "manifest.json"
@@ -134,18 +133,16 @@ def _export(
                 pid=owner.pid,
             )
         stop_owner(settings.home)
-    store = KuzuStore.open(
-        settings.home, lock_timeout=settings.lock_timeout, engine=settings.engine
-    )
+    store = open_store_at(settings.home, lock_timeout=settings.lock_timeout, engine=settings.engine)
     try:
-        manifest["from"] = store.engine.name
-        specs = table_specs(store)
+        manifest["from"] = store.engine_name
+        specs = store.tables.specs()
         manifest["tables"] = [spec.to_json() for spec in specs]
         for done, spec in enumerate(specs):
             if progress is not None:
                 progress(f"export {spec.name}", done, len(specs))
             if spec.name not in manifest["exported"]:
-                digest = export_table(store, spec, work)
+                digest = store.tables.export(spec, work)
                 manifest["exported"][spec.name] = {"rows": digest.rows, "sha256": digest.sha256}
                 _save(work / MANIFEST, manifest)
         _save(work / MANIFEST, manifest)
@@ -182,14 +179,14 @@ def load(target: Path, to: str) -> None:
     loaded_path = work / LOADED
     loaded = json.loads(loaded_path.read_text(encoding="utf-8")) if loaded_path.exists() else {}
     specs = [TableSpec.from_json(data) for data in manifest["tables"]]
-    store = KuzuStore.open(target, engine=to)
+    store = open_store_at(target, engine=to)
     try:
         for done, spec in enumerate(specs):
             print(json.dumps({"table": spec.name, "done": done, "of": len(specs)}), flush=True)
             if spec.name in loaded:
                 continue
-            load_table(store, spec, work)
-            digest = stored_digest(store, spec)
+            store.tables.load(spec, work)
+            digest = store.tables.digest(spec)
             loaded[spec.name] = {"rows": digest.rows, "sha256": digest.sha256}
             _save(loaded_path, loaded)
     finally:

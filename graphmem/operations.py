@@ -11,9 +11,7 @@ from graphmem.models import BackupInfo, RestoreReport
 from graphmem.schema import migrations
 from graphmem.service import GraphMemory
 from graphmem.settings import Settings
-from graphmem.storage import engines
-from graphmem.storage.backup import read_manifest, restore_files
-from graphmem.storage.store import KuzuStore
+from graphmem.storage import engines, open_store_at, read_backup_manifest, restore_backup_files
 
 
 def restore(backup: Path, settings: Settings, *, force: bool = False) -> RestoreReport:
@@ -22,7 +20,7 @@ def restore(backup: Path, settings: Settings, *, force: bool = False) -> Restore
     Refused without `force` when the store is served by an owner or already holds memories; with
     `force` the owner is stopped (it drains first) and the old database is kept beside the new one.
     """
-    info = read_manifest(backup)
+    info = read_backup_manifest(backup)
     latest = migrations()[-1].version
     if info.schema_version > latest:
         raise SchemaError(
@@ -49,13 +47,13 @@ def _restore(backup: Path, info: BackupInfo, settings: Settings, *, force: bool)
         stopped = stop_owner(home)
     if engines.has_store(home):
         try:
-            current = KuzuStore.open(home, lock_timeout=0)
+            current = open_store_at(home, lock_timeout=0)
         except StoreLocked as exc:
             raise Conflict(
                 f"{exc.message}; it cannot be restored while in use", **exc.fields
             ) from exc
         try:
-            count = current.memory_count() if "Memory" in current.table_names() else 0
+            count = current.memories.count()
         finally:
             current.close()
         if count and not force:
@@ -64,7 +62,7 @@ def _restore(backup: Path, info: BackupInfo, settings: Settings, *, force: bool)
                 "(the current database is kept beside the restored one)",
                 memories=count,
             )
-    kept = restore_files(backup, home)
+    kept = restore_backup_files(backup, home)
     # opens, migrates and proves the restored file is sound
     with GraphMemory(settings, extract_in_background=False) as gm:
         gm.db_status()

@@ -1,6 +1,6 @@
 """PassageWork, the service of GraphMemory that embeds the passages an import leaves to a
 background worker (graphmem.passages): each such memory waits as a `passages` row of the Pending
-table (graphmem.storage.pending), written with the memory and deleted in the transaction that
+table (graphmem.storage.protocols.pending), written with the memory and deleted in the transaction that
 writes its passages, so a start after any exit reads exactly which are left."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from graphmem.foreground import FOREGROUND, lower_priority
 from graphmem.jobs import Jobs
 from graphmem.passages import owner, passages, passages_of
 from graphmem.service_context import Service, ServiceContext
-from graphmem.storage.pending import PASSAGES
+from graphmem.storage.protocols import PASSAGES
 
 Progress = Callable[[int, int], None]
 log = logging.getLogger("graphmem")
@@ -46,9 +46,9 @@ class PassageWork(Service):
         """Those of the memories (every one, when None) that have a vector in the active space
         but no passages there; a memory of one sentence is among them too."""
         space = self.embedder.space
-        have = set(self.store.vector_ids(space))
+        have = set(self.store.vectors.ids(space))
         wanted = have if memory_ids is None else have.intersection(memory_ids)
-        return sorted(wanted - self.store.passage_owners(space))
+        return sorted(wanted - self.store.vectors.passage_owners(space))
 
     def fill_passages(
         self,
@@ -72,23 +72,25 @@ class PassageWork(Service):
             if stopping is not None and stopping.is_set():
                 break
             batch = todo[start : start + batch_size]
-            ids = self.store.pending_among(PASSAGES, batch) if pending_only else batch
-            memories = self.store.get_memories(ids)
+            ids = self.store.pending.among(PASSAGES, batch) if pending_only else batch
+            memories = self.store.memories.get_many(ids)
             found, pieces = passages_of(memories[i] for i in ids if i in memories)
             if pieces or (pending_only and ids):  # those with none are done too
                 vectors = self._embed_pieces(pieces, pause) if pieces else None
                 with self.store.transaction():
                     done = [i for i in ids if i in memories]
                     if pending_only:  # still waiting, and read; absent ones only if still so
-                        live = set(self.store.pending_among(PASSAGES, ids))
+                        live = set(self.store.pending.among(PASSAGES, ids))
                         done = [i for i in done if i in live]
-                        self.store.finish_absent(PASSAGES, [i for i in live if i not in memories])
+                        self.store.memories.finish_absent(
+                            PASSAGES, [i for i in live if i not in memories]
+                        )
                     if vectors is not None:
                         chosen = set(done)
                         keep = [k for k, p in enumerate(found) if owner(p) in chosen]
                         found = [found[k] for k in keep]
-                        self.store.put_passages(space, found, vectors[keep], bulk=False)
-                    self.store.finish_pending(PASSAGES, done)
+                        self.store.vectors.put_passages(space, found, vectors[keep], bulk=False)
+                    self.store.pending.finish(PASSAGES, done)
                 given += len({owner(i) for i in found})
             if on_progress:
                 on_progress(start + len(batch), len(todo))
@@ -113,7 +115,7 @@ class PassageWork(Service):
             with single_threaded_blas(), self.store.background():
                 if memory_ids is None:
                     self._adopt_flagged_passages()
-                    memory_ids = self.store.pending_items(PASSAGES)
+                    memory_ids = self.store.pending.items(PASSAGES)
                 self.fill_passages(
                     memory_ids,
                     batch_size=WORKER_BATCH,
@@ -131,7 +133,7 @@ class PassageWork(Service):
             return 0
         waiting = self.flagged_passages()
         with self.store.transaction():
-            self.store.put_pending(PASSAGES, waiting)
+            self.store.pending.put(PASSAGES, waiting)
             self.store.meta_set(PASSAGES_PENDING, "")
         return len(waiting)
 
@@ -142,7 +144,7 @@ class PassageWork(Service):
         todo = self.missing_passages()
         waiting: list[str] = []
         for start in range(0, len(todo), batch_size):
-            memories = self.store.get_memories(todo[start : start + batch_size])
+            memories = self.store.memories.get_many(todo[start : start + batch_size])
             waiting += [i for i, m in memories.items() if passages(m.content)]
         return sorted(waiting)
 
@@ -152,7 +154,7 @@ class PassageWork(Service):
         jobs = self.jobs
         if jobs is None:
             return False
-        if not self.store.pending_items(PASSAGES, limit=1) and not self.store.meta_get(
+        if not self.store.pending.items(PASSAGES, limit=1) and not self.store.meta_get(
             PASSAGES_PENDING
         ):
             return False

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from graphmem.embeddings.factory import make_embedder, warm
 from graphmem.graph.background import Extraction
 from graphmem.recall.relevance import RelevanceBar
-from graphmem.storage.store import KuzuStore
-from graphmem.storage.vectors import saved_space_names
+from graphmem.storage import open_store_backend, saved_space_names
+from graphmem.storage.protocols import Store
 from graphmem.usage import UsageLog
 
 if TYPE_CHECKING:
@@ -47,13 +47,11 @@ class ServiceContext:
             self._embedding = settings.embedding.for_store(saved_space_names(settings.home))
             self._embedder = make_embedder(self._embedding)
             threading.Thread(target=warm, args=(self._embedder,), daemon=True).start()
-        self.store = KuzuStore.open(
-            settings.home, lock_timeout=settings.lock_timeout, engine=settings.engine
-        )
+        self.store = open_store_backend(settings)
         try:
             self.store.migrate()
             if embedder is None:
-                settled = settings.embedding.for_store(self.store.space_names())
+                settled = settings.embedding.for_store(self.store.vectors.space_names())
                 if settled != self._embedding:
                     self._embedding, self._embedder = settled, None
         except BaseException:
@@ -80,7 +78,7 @@ class Service:
 
     def __init__(self, context: ServiceContext) -> None:
         self.context = context
-        self.store: KuzuStore = context.store
+        self.store: Store = context.store
 
     @property
     def settings(self) -> Settings:

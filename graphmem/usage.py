@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from graphmem.models import utcnow
 
 if TYPE_CHECKING:
-    from graphmem.storage.store import KuzuStore
+    from graphmem.storage.protocols import Store
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def unnoticed() -> Iterator[None]:
 
 
 class UsageLog:
-    def __init__(self, store: KuzuStore, *, background: bool = True) -> None:
+    def __init__(self, store: Store, *, background: bool = True) -> None:
         self._store = store
         self._background = background
         self._lock = threading.Lock()
@@ -81,7 +81,7 @@ class UsageLog:
                 for memory_id, n in counts.items()
             ]
             try:
-                self._store.add_accesses(rows, at=utcnow())
+                self._store.memories.add_accesses(rows, at=utcnow())
             except Exception:
                 with self._lock:  # kept for the next flush
                     self._counts.update(counts)

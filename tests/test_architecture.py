@@ -27,8 +27,9 @@ def _imports(path: Path) -> set[str]:
             found.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module.split(".")[0])
-            if node.module.startswith("graphmem."):
-                found.add(node.module)
+            if node.module.startswith("graphmem"):
+                found.add(node.module)  # and what it may name: `from graphmem.storage import kuzu`
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Call) and (name := _imported_by_name(node)):
             found.add(name.split(".")[0])
     return found
@@ -211,7 +212,8 @@ def test_the_detector_finds_the_queries_of_the_storage_engines() -> None:
 def test_transports_neither_write_cypher_nor_touch_storage(path: Path) -> None:
     imported = _imports(path)
     assert not any(
-        m.startswith("graphmem.storage") and m != "graphmem.storage.connection" for m in imported
+        m.startswith("graphmem.storage") and not m.startswith("graphmem.storage.locking")
+        for m in imported
     )
     assert not any(m.startswith("graphmem.recall.pipeline") for m in imported)
     assert ".execute(" not in path.read_text(encoding="utf-8"), f"{path.name} runs queries"
@@ -223,6 +225,70 @@ def test_the_search_state_knows_no_store_and_no_engine() -> None:
     for path in sorted((ROOT / "graphmem" / "indexes").glob("*.py")):
         reached = {name for name in _imports(path) if name.startswith("graphmem.storage")}
         assert not reached, f"{path.relative_to(ROOT)} imports {sorted(reached)}"
+
+
+# -- the storage interface -----------------------------------------------------------------------
+
+# what code outside graphmem/storage may import of it: the factory, the protocols and the
+# engine-free values they speak, the engine registry and the data dir's lock (ADR 0012)
+STORAGE_SURFACE = (
+    "graphmem.storage",
+    "graphmem.storage.protocols",
+    "graphmem.storage.selection",
+    "graphmem.storage.engines",
+    "graphmem.storage.locking",
+)
+FACTORY_NAMES = {
+    "open_store_backend", "open_store_at", "saved_space_names", "read_backup_manifest",
+    "restore_backup_files", "protocols", "selection", "engines", "locking",
+}  # fmt: skip
+ENGINE_DIRS = [p for p in sorted(STORAGE.iterdir()) if p.is_dir() and p.name != "protocols"]
+ENGINE_FREE_STORAGE = [
+    p for p in sorted(STORAGE.rglob("*.py")) if not any(p.is_relative_to(d) for d in ENGINE_DIRS)
+]
+
+
+def _storage_imports(path: Path) -> set[str]:
+    return {
+        m for m in _imports(path) if m == "graphmem.storage" or m.startswith("graphmem.storage.")
+    }
+
+
+@pytest.mark.parametrize("path", OUTSIDE_STORAGE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_domain_code_imports_only_the_storage_interface(path: Path) -> None:
+    """No module outside graphmem/storage names an engine's implementation
+    (graphmem.storage.kuzu): it is typed against the protocols and opens a store through the
+    factory, so a second engine changes graphmem/storage/ alone."""
+    for module in _storage_imports(path):
+        assert not module.startswith("graphmem.storage.kuzu"), f"{path.name} imports {module}"
+        surface = module.startswith(STORAGE_SURFACE[1:]) or module == "graphmem.storage"
+        named = module.removeprefix("graphmem.storage.")
+        assert surface or named in FACTORY_NAMES, f"{path.name} imports {module}"
+
+
+@pytest.mark.parametrize("path", ENGINE_FREE_STORAGE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_protocols_and_the_factory_hold_no_engine_code(path: Path) -> None:
+    """The protocols, the values they speak and the factory know no engine: they import none
+    (the factory's deferred imports of an engine's store aside) and write no query."""
+    module = path.relative_to(ROOT).as_posix()
+    assert not cypher_in(path), f"{module} writes a query: it belongs under an engine's folder"
+    if path.name == "__init__.py" and path.parent == STORAGE:
+        return  # the factory: it opens the engine's store, lazily
+    for name in _storage_imports(path):
+        assert not any(name.startswith(f"graphmem.storage.{d.name}") for d in ENGINE_DIRS), (
+            f"{module} imports {name}"
+        )
+    assert not set(ENGINES) & _imports(path), f"{module} imports an engine"
+
+
+def test_the_interface_checks_see_an_engine_import(tmp_path: Path) -> None:
+    """Guards the walk: both spellings of an import of the Kùzu dialect are seen."""
+    module = tmp_path / "domain.py"
+    module.write_text(
+        "from graphmem.storage import kuzu\nfrom graphmem.storage.kuzu.store import KuzuStore\n"
+    )
+    found = _storage_imports(module)
+    assert {"graphmem.storage.kuzu", "graphmem.storage.kuzu.store"} <= found
 
 
 def test_core_never_reads_the_environment() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from graphmem.models import utcnow
 from graphmem.service import GraphMemory
-from graphmem.storage.entities import EntityRow, FactRow, Mention, Provenance, fact_id
+from graphmem.storage.protocols import EntityRow, FactRow, Mention, Provenance, fact_id
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "graph-model.md"
 _QUERY = re.compile(r"### (\d+)\. (.+?)\n\n```cypher\n(.+?)```\n(?:Parameters: `(\{.*?\})`)?", re.S)
@@ -36,7 +36,7 @@ def _extract(
     gm: GraphMemory, memory_id: str, names: list[str], triples: list[tuple[str, str, str]]
 ) -> None:
     facts = [FactRow(fact_id(s, p, o), s, p, o, s, o, f"{s} {p} {o}", 0.8) for s, p, o in triples]
-    gm.store.write_extraction(
+    gm.store.entities.write_extraction(
         [memory_id], extractor="test",
         entities=[EntityRow(n, n, n, "".join(c for c in n if c.isalnum()), "concept") for n in names],
         aliases={}, mentions=[Mention(memory_id, n, n) for n in names], facts=facts,

@@ -17,7 +17,7 @@ from graphmem.errors import Conflict, InvalidInput, SchemaError
 from graphmem.operations import restore
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
-from graphmem.storage.backup import MANIFEST
+from graphmem.storage.kuzu.backup import MANIFEST
 
 
 def settings_for(path: Path):  # type: ignore[no-untyped-def]

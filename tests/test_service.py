@@ -20,7 +20,7 @@ from graphmem.errors import Conflict, InvalidInput, NotFound
 from graphmem.models import MAX_CONTENT_CHARS, Memory
 from graphmem.service import GraphMemory, open_store
 from graphmem.settings import load_settings
-from graphmem.storage.pending import PASSAGES
+from graphmem.storage.protocols import PASSAGES
 from graphmem.transfer import export_jsonl
 
 
@@ -283,7 +283,7 @@ TWO_SENTENCES = "The billing worker leaks file handles. Restarting it every nigh
 
 
 def _passage_owners(gm: GraphMemory) -> set[str]:
-    return gm.store.passage_owners(gm.embedder.space)
+    return gm.store.vectors.passage_owners(gm.embedder.space)
 
 
 def test_an_export_with_vectors_brings_the_passages_and_the_import_embeds_nothing(
@@ -304,7 +304,7 @@ def test_an_export_with_vectors_brings_the_passages_and_the_import_embeds_nothin
 
     assert (report.imported, report.vectors_supplied) == (2, 2)
     space = gm.embedder.space
-    before, after = (g.store.passage_vectors(space, [long.id]) for g in (gm, other))
+    before, after = (g.store.vectors.passage_vectors(space, [long.id]) for g in (gm, other))
     assert after.keys() == {long.id}
     assert np.allclose(after[long.id], before[long.id], atol=1e-6)
 
@@ -364,7 +364,7 @@ def test_an_import_leaves_passages_to_the_worker_and_recall_finds_the_notes_mean
     )
     assert other.wait_for_passages(timeout=30)
     assert len(_passage_owners(other)) == 5
-    assert other.store.pending_items(PASSAGES) == []
+    assert other.store.pending.items(PASSAGES) == []
 
 
 def test_a_one_shot_import_embeds_the_passages_itself(tmp_path: Path) -> None:
@@ -388,13 +388,13 @@ def test_passages_a_failed_or_killed_worker_left_are_embedded_at_the_next_start(
         assert gm.import_jsonl([json.dumps(n) for n in NOTES]).passages_pending == 5
         assert gm.wait_for_passages(timeout=30)
         assert _passage_owners(gm) == set()
-        assert len(gm.store.pending_items(PASSAGES)) == 5
+        assert len(gm.store.pending.items(PASSAGES)) == 5
 
     with open_store(path, embedder=HashEmbedder()) as again:
         assert again.schedule_pending_passages()  # as the owner does at start
         assert again.wait_for_passages(timeout=30)
         assert len(_passage_owners(again)) == 5
-        assert again.store.pending_items(PASSAGES) == []
+        assert again.store.pending.items(PASSAGES) == []
 
 
 def test_reembed_gives_passages_to_memories_stored_before_them(gm: GraphMemory) -> None:
@@ -730,7 +730,7 @@ def test_a_store_with_only_float32_vectors_keeps_the_float32_model(
     tmp_path: Path, warm: bool
 ) -> None:
     with open_store(tmp_path, **{"embedding.model": "all-MiniLM-L6-v2"}) as made_before:
-        made_before.store.ensure_space(_local_space("all-MiniLM-L6-v2"))
+        made_before.store.vectors.ensure_space(_local_space("all-MiniLM-L6-v2"))
     gm = GraphMemory(load_settings(tmp_path), warm_embedder=warm)
     try:
         assert gm.embedder.space == _local_space("all-MiniLM-L6-v2")
@@ -741,14 +741,16 @@ def test_a_store_with_only_float32_vectors_keeps_the_float32_model(
 def test_a_new_store_and_a_re_embedded_one_get_the_int8_model(tmp_path: Path) -> None:
     with open_store(tmp_path) as new:
         assert new.embedder.space == _local_space("all-MiniLM-L6-v2-int8")
-        new.store.ensure_space(_local_space("all-MiniLM-L6-v2"))
-        new.store.ensure_space(_local_space("all-MiniLM-L6-v2-int8"))  # as `reembed` leaves it
+        new.store.vectors.ensure_space(_local_space("all-MiniLM-L6-v2"))
+        new.store.vectors.ensure_space(
+            _local_space("all-MiniLM-L6-v2-int8")
+        )  # as `reembed` leaves it
     with open_store(tmp_path) as both:
         assert both.embedder.space == _local_space("all-MiniLM-L6-v2-int8")
 
 
 def test_a_model_set_explicitly_is_used_whatever_the_store_holds(tmp_path: Path) -> None:
     with open_store(tmp_path) as gm:
-        gm.store.ensure_space(_local_space("all-MiniLM-L6-v2"))
+        gm.store.vectors.ensure_space(_local_space("all-MiniLM-L6-v2"))
     with open_store(tmp_path, **{"embedding.model": "all-MiniLM-L6-v2-int8"}) as gm:
         assert gm.embedder.space == _local_space("all-MiniLM-L6-v2-int8")

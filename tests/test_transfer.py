@@ -38,7 +38,7 @@ def target(tmp_path: Path) -> Iterator[GraphMemory]:
 
 
 def _vector(gm: GraphMemory, memory_id: str) -> NDArray[np.float32]:
-    row_ids, matrix = gm.store.vectors(gm.embedder.space)
+    row_ids, matrix = gm.store.vectors.matrix(gm.embedder.space)
     return np.asarray(matrix[row_ids.row(memory_id)])
 
 

@@ -185,7 +185,7 @@ class HookOps(Service):
         smaller pool does not change), and recall's warnings and answer hop are left out."""
         space = self.embedder.space
         try:
-            vector = self.embedder.embed_query(embedding_text(query, self.store.speakers))
+            vector = self.embedder.embed_query(embedding_text(query, self.store.memories.speakers))
         except EmbeddingError:  # keyword-only scores have no cosine for the bar to read
             return [], []
         config = get_recipe(self.settings.recall_recipe).model_copy(update=PROMPT_RECALL)
@@ -193,7 +193,7 @@ class HookOps(Service):
         ranked, scored_by = rank(self.store, query, vector, space, everything, config)
         hits = hydrate(self.store, ranked[:8], everything, scored_by, explain=True)
         sections: list[DocHit] = []
-        if space.name in self.store.document_spaces():  # else embedded by another model
+        if space.name in self.store.documents.spaces():  # else embedded by another model
             sections = search_sections(
                 self.store, query, vector, space, PROMPT_DOCS, limit=4, explain=True
             )

@@ -101,7 +101,7 @@ def doctor(home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     from graphmem.embeddings.base import EmbeddingSpace
     from graphmem.embeddings.config import FLOAT32_LOCAL_MODEL, INT8_LOCAL_MODEL, LOCAL_DIM
     from graphmem.settings import load_settings
-    from graphmem.storage.connection import HOLDER_FILE
+    from graphmem.storage.locking import HOLDER_FILE
 
     checks: list[dict[str, Any]] = []
 

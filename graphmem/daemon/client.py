@@ -225,7 +225,7 @@ def open_api(settings: Settings, *, start: bool = False, embeds: bool = False) -
     opened in this process. Finding no owner and opening the store happen under the start lock:
     a command never opens the store while a client is starting an owner (it waits for that start
     and uses the new owner), and one held by an owner that was started some other way is waited
-    for. The store's open lock (storage.connection) keeps it from opening while another process
+    for. The store's open lock (storage.locking) keeps it from opening while another process
     is still closing it. `embeds`: the caller is about to embed text, so a store opened here
     loads the model meanwhile."""
     from graphmem.service import GraphMemory

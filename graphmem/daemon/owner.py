@@ -212,7 +212,7 @@ class Owner:
         """Load the model, the vectors and the passages before the first recall needs them."""
         try:
             self.gm.embedder.embed_query("warm up")
-            self.gm.store.warm_vectors(self.gm.embedder.space)
+            self.gm.store.vectors.warm(self.gm.embedder.space)
             # memories written while no owner ran (one-shot CLI calls) are still pending, and
             # an owner stopped early may have left an import's passages
             self.gm.schedule_pending_extraction()
@@ -226,7 +226,7 @@ class Owner:
         indexing run, which may have added folders."""
         if not self.gm.settings.docs_watch or self.stopping.is_set():
             return
-        rels, roots = self.gm.store.indexed_locations()
+        rels, roots = self.gm.store.documents.indexed_locations()
         if not rels:
             return
         from graphmem.documents.watcher import DocumentWatcher

@@ -30,8 +30,7 @@ from graphmem.errors import InvalidInput
 from graphmem.ids import new_id
 from graphmem.indexes.doc_index import ChunkInfo, DocInfo, SectionInfo
 from graphmem.settings import Settings
-from graphmem.storage.documents import DocumentWrite, IndexedDocument
-from graphmem.storage.store import KuzuStore
+from graphmem.storage.protocols import DocumentWrite, IndexedDocument, Store
 from graphmem.text import index_text
 
 Progress = Callable[[int, int], None]
@@ -130,7 +129,7 @@ class _Pending:
 class DocumentIndexer:
     """One indexing run over the store, with the embedder for new chunks."""
 
-    def __init__(self, store: KuzuStore, embedder: Embedder, settings: Settings) -> None:
+    def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -146,7 +145,9 @@ class DocumentIndexer:
         done = 0
         for scope, files in plan:
             known = {
-                p: d for p, d in self.store.indexed_documents(scope.root).items() if scope.covers(d)
+                p: d
+                for p, d in self.store.documents.indexed_documents(scope.root).items()
+                if scope.covers(d)
             }
             changed = []
             for found in files:
@@ -179,9 +180,9 @@ class DocumentIndexer:
                     on_progress(done, total)
             self._flush(pending)
             for path, pairs in stated:  # once every document they name is written
-                self.store.state_supersessions(path, pairs)
+                self.store.documents.state_supersessions(path, pairs)
             if vanished:
-                self.store.remove_documents(sorted(vanished), [self.embedder.space])
+                self.store.documents.remove(sorted(vanished), [self.embedder.space])
                 self.report.removed += sorted(d.rel for d in vanished.values())
         self.report.seconds = round(time.perf_counter() - started, 3)
         return self.report
@@ -212,11 +213,11 @@ class DocumentIndexer:
         return data, sha
 
     def _move(self, old: IndexedDocument, found: Found) -> None:
-        index = self.store.document_index()
+        index = self.store.documents.index()
         before = index.docs.get(old.uid)
         title, kind = (before.title, before.source_type) if before else (found.rel, "docs")
         doc = DocInfo(old.uid, found.path, found.root, found.rel, title, kind)
-        self.store.move_document(old.path, doc)
+        self.store.documents.move(old.path, doc)
         self.report.moved.append({"from": old.rel, "to": found.rel})
 
     def _prepare(
@@ -229,7 +230,7 @@ class DocumentIndexer:
         uid = before.uid if before is not None else new_id()
         doc = DocInfo(uid, found.path, found.root, found.rel, parsed.title, kind)
         sections, parents, chunks, texts = self._structure(doc, parsed)
-        have = self.store.chunk_vector_ids(self.embedder.space, [c.id for c in chunks])
+        have = self.store.documents.chunk_vector_ids(self.embedder.space, [c.id for c in chunks])
         by_key = {s.key: s for s in sections}
         write = DocumentWrite(
             doc=doc,
@@ -261,7 +262,7 @@ class DocumentIndexer:
             replace(p.write, new_vectors={chunk_id: next(vectors) for chunk_id, _ in p.todo})
             for p in pending
         ]
-        self.store.write_documents(writes, self.embedder.space)
+        self.store.documents.write(writes, self.embedder.space)
         for item in pending:
             (self.report.updated if item.updated else self.report.added).append(item.found.rel)
             self.report.sections += len(item.write.sections)

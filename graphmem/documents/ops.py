@@ -73,7 +73,7 @@ class DocumentOps(Service):
         vector, space, degraded = None, None, False
         if config.vector_candidates:
             space = self.embedder.space
-            spaces = self.store.document_spaces()
+            spaces = self.store.documents.spaces()
             if spaces and space.name not in spaces:
                 degraded, space = True, None
                 warnings.append(
@@ -166,7 +166,7 @@ class DocumentOps(Service):
 
     def expand_section(self, path: str, section_key: str) -> SectionText:
         """A whole section of an indexed document, in reading order, and the sections under it."""
-        index = self.store.document_index()
+        index = self.store.documents.index()
         docs = index.doc_by_rel(path.strip().removeprefix("./"))
         if not docs:
             raise NotFound(f"no indexed document at {path!r}", path=path)
@@ -206,13 +206,13 @@ class DocumentOps(Service):
         """Every document the store knows, by path: the indexed ones and the files memories
         cite without their being indexed."""
         check_limit(limit, most=10_000)
-        rows = self.store.document_overview(limit=limit)
+        rows = self.store.documents.overview(limit=limit)
         return DocumentsOverview(documents=[DocumentSummary.model_validate(r) for r in rows])
 
     def document_page(self, path: str) -> DocumentPage:
         """One document of the overview, by its path as listed there: its sections and the
         memories that cite it."""
-        found = self.store.document_page(path)
+        found = self.store.documents.page(path)
         if found is None:
             raise NotFound(f"no indexed document {path!r}", path=path)
         return DocumentPage.model_validate(found)

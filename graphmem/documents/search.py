@@ -23,7 +23,7 @@ from graphmem.indexes.doc_index import ChunkInfo, DocumentIndex
 from graphmem.indexes.keywords import query_terms, stem
 from graphmem.models import DocHit
 from graphmem.recall.pipeline import scaled
-from graphmem.storage.store import KuzuStore
+from graphmem.storage.protocols import Store
 from graphmem.text import query_text, tokens
 
 SNIPPET_CHARS = 300
@@ -85,7 +85,7 @@ class _Candidate:
 
 
 def search(
-    store: KuzuStore,
+    store: Store,
     query: str,
     vector: npt.NDArray[np.float32] | None,
     space: EmbeddingSpace | None,
@@ -96,7 +96,7 @@ def search(
     path_prefix: str | None = None,
     explain: bool = False,
 ) -> list[DocHit]:
-    index = store.document_index()
+    index = store.documents.index()
     if not index.chunks:
         return []
     narrow = source_type is not None or path_prefix is not None
@@ -104,7 +104,7 @@ def search(
     analysed = query_text(query)
     found: dict[str, _Candidate] = {}
     if vector is not None and space is not None and recipe.vector_candidates:
-        for chunk_id, cosine in store.nearest_chunks(
+        for chunk_id, cosine in store.documents.nearest_chunks(
             space, vector, recipe.vector_candidates * wide
         ):
             if chunk_id in index.chunks:
@@ -116,7 +116,7 @@ def search(
     found = {k: c for k, c in found.items() if _passes(index, c.chunk, source_type, path_prefix)}
     if vector is not None and space is not None and recipe.w_cosine:
         missing = [k for k, c in found.items() if c.cosine is None]
-        for chunk_id, cosine in store.chunk_scores(space, vector, missing).items():
+        for chunk_id, cosine in store.documents.chunk_scores(space, vector, missing).items():
             found[chunk_id].cosine = cosine
     _score(index, query, found, recipe)
     return _hits(index, found, recipe, limit=limit, explain=explain)

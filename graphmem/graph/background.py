@@ -1,7 +1,7 @@
 """Extraction on write: one worker thread per store that extracts entities and facts from
 memories after they are written, never on the write's own path.
 
-A memory waits as an `extract` row of the Pending table (graphmem.storage.pending), written with
+A memory waits as an `extract` row of the Pending table (graphmem.storage.protocols.pending), written with
 the memory and deleted in the transaction that writes its entities (which also sets
 `extracted_by`), so work cut short by any exit is read back exactly at the next owner start.
 """
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from graphmem.extractors import Extractor
     from graphmem.graph.indexer import EmbedNames, TripleIndexer
     from graphmem.settings import Settings
-    from graphmem.storage.store import KuzuStore
+    from graphmem.storage.protocols import Store
 
 log = logging.getLogger("graphmem.graph")
 BATCH = 64  # memories per background job
@@ -57,7 +57,7 @@ class Extraction:
 
     def __init__(
         self,
-        store: KuzuStore,
+        store: Store,
         settings: Settings,
         embed_names: EmbedNames,
         *,
@@ -92,7 +92,7 @@ class Extraction:
         how many memories (a read of the Pending table, however big the store)."""
         if not self.background:
             return 0
-        ids = self.store.pending_extraction_ids()
+        ids = self.store.entities.pending_extraction_ids()
         for start in range(0, len(ids), BATCH):
             self.schedule(ids[start : start + BATCH])
         self.schedule_chunks()
@@ -106,7 +106,7 @@ class Extraction:
     def _run_chunks(self) -> None:
         try:
             with self.store.background():
-                while items := self.store.pending_chunks(BATCH):
+                while items := self.store.documents.pending_chunks(BATCH):
                     self.indexer().index(items, chunks=True, pause=FOREGROUND.step_aside)
         except Exception:  # the chunks stay pending; the next run retries them
             log.exception("background extraction from document chunks failed")
@@ -116,7 +116,7 @@ class Extraction:
         starts on a store of unextracted memories works through them while agents use it."""
         try:
             with self.store.background():
-                items = self.store.texts_for_extraction(memory_ids)
+                items = self.store.entities.texts_for_extraction(memory_ids)
                 if items:
                     self.indexer().index(items, pause=FOREGROUND.step_aside)
         except Exception:  # the memories stay pending; the next start or a backfill retries

@@ -13,25 +13,25 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from graphmem.graph.models import MultiHopSection, PathStep
-from graphmem.storage.store import KuzuStore
+from graphmem.storage.protocols import Store
 
 HUB_CHUNKS = 50
 
 
 def linked_sections(
-    store: KuzuStore, hits: Mapping[str, tuple[float, str]], *, limit: int
+    store: Store, hits: Mapping[str, tuple[float, str]], *, limit: int
 ) -> list[MultiHopSection]:
     """`hits`: memory id -> (score, label for the path); the best `limit` sections they reach."""
     if not hits:
         return []
-    index = store.document_index()
+    index = store.documents.index()
     if not index.chunks:
         return []
     named: dict[str, list[tuple[str, str]]] = defaultdict(list)  # entity -> (memory, name)
-    for memory_id, entity_id, name in store.mentions_of(list(hits)):
+    for memory_id, entity_id, name in store.entities.mentions_of(list(hits)):
         named[entity_id].append((memory_id, name))
     by_entity: dict[str, set[str]] = defaultdict(set)  # entity -> sections naming it
-    for entity_id, chunk_id in store.chunks_mentioning(list(named), limit=HUB_CHUNKS + 1):
+    for entity_id, chunk_id in store.documents.chunks_mentioning(list(named), limit=HUB_CHUNKS + 1):
         chunk = index.chunks.get(chunk_id)
         if chunk is not None:
             by_entity[entity_id].add(chunk.section)

@@ -17,8 +17,7 @@ from graphmem.graph.resolution import (
     ResolutionRules,
 )
 from graphmem.models import utcnow
-from graphmem.storage.entities import FactRow, Mention, Provenance, compact_key, fact_id
-from graphmem.storage.store import KuzuStore
+from graphmem.storage.protocols import FactRow, Mention, Provenance, Store, compact_key, fact_id
 
 if TYPE_CHECKING:
     from graphmem.extractors import Extraction, Extractor
@@ -43,7 +42,7 @@ class BatchResult:
 class TripleIndexer:
     def __init__(
         self,
-        store: KuzuStore,
+        store: Store,
         extractor: Extractor,
         embed_names: EmbedNames | None,
         rules: ResolutionRules = DEFAULT_RULES,
@@ -115,7 +114,7 @@ class TripleIndexer:
         result.mentions, result.facts = len(mentions), len(provenance)
         result.new_entities = [row.id for row in new_rows]
         if write and chunks:
-            self.store.write_chunk_mentions(
+            self.store.documents.write_chunk_mentions(
                 [chunk_id for chunk_id, _ in items],
                 extractor=extractions[0].extractor if extractions else "none",
                 entities=new_rows,
@@ -124,7 +123,7 @@ class TripleIndexer:
                 at=utcnow(),
             )
         elif write:
-            self.store.write_extraction(
+            self.store.entities.write_extraction(
                 [memory_id for memory_id, _ in items],
                 extractor=extractions[0].extractor if extractions else "none",
                 entities=new_rows,

@@ -20,7 +20,7 @@ from graphmem.graph.models import PathNode, PathStep
 from graphmem.indexes.entity_index import EntityIndex, grouped, rows_of
 from graphmem.models import Memory
 from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
-from graphmem.storage.store import KuzuStore
+from graphmem.storage.protocols import Store
 
 MAX_MEMORIES = 700  # memories the walk may gather (LoCoMo dev R@10 the same as with 1,500)
 CLUE_ROWS = 1500  # rows the answer hop reads at most, for plain recall as for the walk
@@ -268,10 +268,10 @@ def label(memory: Memory) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def gather(store: KuzuStore, seeds: Sequence[str], *, max_hops: int) -> Subgraph:
+def gather(store: Store, seeds: Sequence[str], *, max_hops: int) -> Subgraph:
     """Breadth-first from the seeds: one memory-to-memory hop per round, over the store's
     in-process entity index (indexes/entity_index.py), a round's mentions and facts at once."""
-    index = store.entity_index(while_extracting=True)
+    index = store.entities.index(while_extracting=True)
     walk = index.walk
     sub = Subgraph(index)
     sub.memories.update(seeds)
@@ -359,13 +359,13 @@ class _Admission:
         return True
 
 
-def _session_pairs(store: KuzuStore, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
-    sessions = sorted(set(store.session_ids(memory_ids).values()))
+def _session_pairs(store: Store, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+    sessions = sorted(set(store.memories.session_ids(memory_ids).values()))
     if not sessions:
         return []
     wanted = set(memory_ids)
     pairs: dict[tuple[str, str], None] = {}  # two neighbours in the frontier share a pair
-    for members in store.session_order(sessions).values():
+    for members in store.memories.session_order(sessions).values():
         for i, memory_id in enumerate(members):
             if memory_id not in wanted:
                 continue
@@ -439,7 +439,7 @@ def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dic
 
 
 def answer_hop(
-    store: KuzuStore, query: str, sub: Subgraph, gathered: Collection[str] = ()
+    store: Store, query: str, sub: Subgraph, gathered: Collection[str] = ()
 ) -> dict[str, float]:
     """Memories that hold a clue to a question about people, with its strength:
 
@@ -459,7 +459,7 @@ def answer_hop(
     linked into the subgraph, so the hit's path shows it. Measured on LoCoMo dev:
     docs/recall.md#multi-hop-recall."""
     names = parse_names(query)
-    people = sorted(set(store.resolve_known(names).values())) if names else []
+    people = sorted(set(store.entities.resolve_known(names).values())) if names else []
     if not people:
         return {}
     clues: dict[str, float] = {}
@@ -468,8 +468,8 @@ def answer_hop(
     # the people who speak in the conversations are named in turn after turn ("Thanks,
     # Caroline!"): not the person a question asks for
     things = (
-        store.things_mentioned_with(
-            people, labels, limit=CLUE_ROWS, besides=sorted(store.speakers())
+        store.entities.things_mentioned_with(
+            people, labels, limit=CLUE_ROWS, besides=sorted(store.memories.speakers())
         )
         if labels
         else []
@@ -482,7 +482,7 @@ def answer_hop(
         sub.link(_m(memory_id), _e(person), "mentions", 1.0)
         sub.link(_m(memory_id), _e(thing), "mentions", 1.0)
         clues[memory_id] = share
-    facts = store.facts_of_people(people, verb_lemmas(query, set(names)), limit=CLUE_ROWS)
+    facts = store.entities.facts_of_people(people, verb_lemmas(query, set(names)), limit=CLUE_ROWS)
     for memory_id, person, predicate, obj, name in facts:
         sub.names[_e(obj)] = name
         sub.link(_e(person), _e(obj), predicate, 1.0)
@@ -492,12 +492,12 @@ def answer_hop(
     return clues
 
 
-def answer_clues(store: KuzuStore, query: str, gathered: Collection[str]) -> dict[str, float]:
+def answer_clues(store: Store, query: str, gathered: Collection[str]) -> dict[str, float]:
     """The answer hop on its own, for plain recall: its clues without the walk's subgraph.
     Only a question that names someone who speaks in the store's conversations can have any,
     so any other query costs no store query."""
     names = parse_names(query)
-    if not names or not set(names) & store.speakers():
+    if not names or not set(names) & store.memories.speakers():
         return {}
     return answer_hop(store, query, Subgraph(), gathered)
 

@@ -94,17 +94,17 @@ class GraphOps(Service):
             raise InvalidInput("batch_size must be between 1 and 1024", batch_size=batch_size)
         if resume and not force:
             resume = False  # without force, every run already resumes: only pending ones are done
-        total = self.store.count_pending_extraction(context=context, include_done=force)
+        total = self.store.entities.count_pending_extraction(context=context, include_done=force)
         after = (self.store.meta_get(INDEX_CURSOR_KEY) or None) if resume else None
         if force and after:
-            total = max(total - self.store.count_before(after, context=context), 0)
+            total = max(total - self.store.entities.count_before(after, context=context), 0)
         if limit is not None:
             total = min(total, limit)
         indexer = self.context.extraction.indexer()
         started = time.perf_counter()
         done = mentions = facts = errors = 0
         while done < total:
-            items = self.store.pending_extraction(
+            items = self.store.entities.pending_extraction(
                 limit=min(batch_size, total - done),
                 context=context,
                 include_done=force,
@@ -125,10 +125,14 @@ class GraphOps(Service):
         if force and not dry_run and (limit is None or done < limit):
             self.store.meta_set(INDEX_CURSOR_KEY, "")  # the pass reached the end
         chunks = 0
-        while not dry_run and context is None and (items := self.store.pending_chunks(batch_size)):
+        while (
+            not dry_run
+            and context is None
+            and (items := self.store.documents.pending_chunks(batch_size))
+        ):
             mentions += indexer.index(items, chunks=True).mentions
             chunks += len(items)
-        remaining = self.store.count_pending_extraction(context=None, include_done=False)
+        remaining = self.store.entities.count_pending_extraction(context=None, include_done=False)
         return IndexReport(
             extractor=getattr(indexer.extractor, "name", self.settings.extractor),
             memories=done,
@@ -148,13 +152,13 @@ class GraphOps(Service):
     ) -> EntityList:
         """Entities, most mentioned first; `query` matches part of the name."""
         check_limit(limit)
-        rows = self.store.list_entities(query=query or None, label=label or None, limit=limit)
+        rows = self.store.entities.overview(query=query or None, label=label or None, limit=limit)
         return EntityList(
             entities=[
                 EntityInfo(id=i, name=n, label=lab, mentions=m, facts=f, aliases=a, chunks=c)
                 for i, n, lab, m, f, a, c in rows
             ],
-            pending=self.store.backlog()["extraction"],
+            pending=self.store.memories.backlog()["extraction"],
         )
 
     def merge_entities(self, primary: str, duplicates: Sequence[str]) -> MergeEntitiesReport:
@@ -162,7 +166,7 @@ class GraphOps(Service):
         and later extractions of those names resolve to the primary."""
         if isinstance(duplicates, str):
             duplicates = [duplicates]
-        moved = self.store.merge_entities(primary, duplicates)
+        moved = self.store.entities.merge(primary, duplicates)
         return MergeEntitiesReport(
             primary=primary,
             merged=[d for d in dict.fromkeys(duplicates) if d != primary],
@@ -173,18 +177,18 @@ class GraphOps(Service):
         """One entity: its name, label and aliases, the memories that name it (newest first, up
         to `limit`) and the facts it is the subject or object of."""
         check_limit(limit)
-        row = self.store.entity_row(entity_id)
+        row = self.store.entities.row(entity_id)
         if row is None:
             raise NotFound(f"no entity {entity_id!r}", entity_id=entity_id)
-        index = self.store.entity_index()
+        index = self.store.entities.index()
         naming = index.memories_naming(entity_id)
         # newest first by the in-process columns: only the memories shown are read
-        rows = self.store.get_scoring_rows(naming)
+        rows = self.store.memories.scoring_rows(naming)
         newest = sorted(rows, key=lambda m: rows[m].created_at, reverse=True)[:limit]
-        read = self.store.get_memories(newest)
+        read = self.store.memories.get_many(newest)
         found = [read[m] for m in newest if m in read]
         facts = index.facts_of(entity_id)[:limit]
-        names = self.store.entity_names([e for s, _, o, _ in facts for e in (s, o)])
+        names = self.store.entities.names([e for s, _, o, _ in facts for e in (s, o)])
         return EntityPage(
             id=entity_id,
             name=row["name"],
@@ -220,20 +224,25 @@ class GraphOps(Service):
         changed), the entities it names, the facts it states, and up to `limit` neighbours:
         its versions, merges and dead ends, then memories naming its rarest entities."""
         check_limit(limit)
-        self.store.get_memory(memory_id)  # NotFound for an unknown id
+        self.store.memories.get(memory_id)  # NotFound for an unknown id
         entities = [
             MemoryEntity(id=i, name=n, label=lab, mentioned_as=w)
-            for i, n, lab, w in self.store.memory_entities(memory_id)
+            for i, n, lab, w in self.store.entities.of_memory(memory_id)
         ]
         neighbours: dict[str, Neighbour] = {}
-        for relation, other, title, content, kind, lifecycle in self.store.linked_memories(
-            memory_id
-        ):
+        for (
+            relation,
+            other,
+            title,
+            content,
+            kind,
+            lifecycle,
+        ) in self.store.knowledge.linked_memories(memory_id):
             neighbours.setdefault(
                 other, Neighbour(id=other, label=_label(title, content), kind=kind,
                                  lifecycle=lifecycle, relation=relation)
             )  # fmt: skip
-        index = self.store.entity_index()
+        index = self.store.entities.index()
         degrees = index.degrees(e.id for e in entities)
         naming: dict[str, str] = {}  # another memory -> the rarest entity both name
         wanted = 2 * max(limit - len(neighbours), 0)  # archived ones are left out below
@@ -241,7 +250,7 @@ class GraphOps(Service):
             for other in index.memories_naming(entity.id)[: limit + 1]:
                 if other != memory_id and len(naming) < wanted:
                     naming.setdefault(other, entity.name)
-        found = self.store.get_memories([m for m in naming if m not in neighbours])
+        found = self.store.memories.get_many([m for m in naming if m not in neighbours])
         for other, via in naming.items():
             memory = found.get(other)
             if memory is not None and memory.lifecycle in ("active", "canonical"):
@@ -256,7 +265,7 @@ class GraphOps(Service):
             entities=entities,
             facts=[
                 MemoryFact(id=i, subject=s, predicate=p, object=o, text=t, confidence=c)
-                for i, s, p, o, t, c in self.store.memory_facts(memory_id)
+                for i, s, p, o, t, c in self.store.entities.facts_of_memory(memory_id)
             ],
             neighbours=list(neighbours.values())[:limit],
         )
@@ -303,7 +312,7 @@ class GraphOps(Service):
             cand.memory_id: round(score, 6)
             for cand, score in search.ranked[: max(POOL, limit, seed_k)]
         }
-        pending = self.store.backlog()["extraction"]
+        pending = self.store.memories.backlog()["extraction"]
         if pending:
             search.warnings.append(backlog_warning(pending))
         if not recalled:
@@ -318,7 +327,7 @@ class GraphOps(Service):
         top = [m for m in sorted(scores, key=lambda m: -scores[m]) if m in allowed][:limit]
         paths = multihop.trace(sub, list(seeds), top)
         on_paths = {n[2:] for nodes in paths.values() for n in nodes if n[:2] == "m:"}
-        memories = self.store.get_memories(sorted(on_paths | set(top)))
+        memories = self.store.memories.get_many(sorted(on_paths | set(top)))
         shown = [Hit(memory=memories[m], score=round(scores[m], 6)) for m in top if m in memories]
         result = self._memories.recalled(search, shown, targeted=bool(filters))
         hits = []
@@ -356,6 +365,6 @@ class GraphOps(Service):
     def _allowed(self, wanted: MemoryFilter, memory_ids: Sequence[str]) -> set[str]:
         """The walk may pass through any memory; the hits obey the caller's filters (and, as
         recall's do, leave archived memories out unless asked)."""
-        if wanted.is_empty() and not self.store.has_archived():
+        if wanted.is_empty() and not self.store.memories.has_archived():
             return set(memory_ids)
-        return set(self.store.get_scoring_rows(memory_ids, wanted))
+        return set(self.store.memories.scoring_rows(memory_ids, wanted))

@@ -47,8 +47,7 @@ import numpy.typing as npt
 from graphmem.extractors import ExtractedEntity
 from graphmem.extractors.normalise import long_form, singular
 from graphmem.extractors.vocabulary import PACKAGES, PRODUCTS, words
-from graphmem.storage.entities import EntityRow, compact_key
-from graphmem.storage.store import KuzuStore
+from graphmem.storage.protocols import EntityRow, Store, compact_key
 
 if TYPE_CHECKING:
     from graphmem.extractors import Extraction
@@ -197,14 +196,14 @@ def plural_keys(key: str) -> list[str]:
 
 class EntityResolver:
     def __init__(
-        self, store: KuzuStore, embed_names: EmbedNames | None, rules: ResolutionRules
+        self, store: Store, embed_names: EmbedNames | None, rules: ResolutionRules
     ) -> None:
         self.store = store
         self.embed_names = embed_names
         self.rules = rules
 
     def resolve(self, norms: Sequence[str], extractions: Sequence[Extraction]) -> Resolution:
-        ids = self.store.resolve_norms(norms)
+        ids = self.store.entities.resolve_norms(norms)
         firsts: dict[str, ExtractedEntity] = {}  # the first form and label of each new norm
         for extraction in extractions:
             for entity in extraction.entities:
@@ -317,7 +316,7 @@ class _Batch:
     first letters), plus the entities the batch resolves as it goes."""
 
     def __init__(
-        self, store: KuzuStore, new: dict[str, ExtractedEntity], rules: ResolutionRules
+        self, store: Store, new: dict[str, ExtractedEntity], rules: ResolutionRules
     ) -> None:
         kinds = rules.kind_nouns
         bases = [s[0] for s in map(kind_split, new) if s is not None] if kinds else []
@@ -336,10 +335,10 @@ class _Batch:
         ]
         self.by_key: dict[str, list[Known]] = {
             key: [Known(*row) for row in rows]
-            for key, rows in store.entities_by_key(spellings).items()
+            for key, rows in store.entities.by_key(spellings).items()
         }
-        resolved = store.resolve_norms(bases)
-        names = store.entity_names(list(resolved.values()))
+        resolved = store.entities.resolve_norms(bases)
+        names = store.entities.names(list(resolved.values()))
         self.by_norm: dict[str, Known] = {
             norm: Known(entity, *names[entity])
             for norm, entity in resolved.items()
@@ -348,14 +347,14 @@ class _Batch:
         if rules.vendors:
             longer += [f"{vendor} {norm}" for norm in new for vendor in VENDORS]
         # a longer form made before its name: an entity of its own ("ledger-worker service")
-        for entity, (name, label) in store.entity_names(longer).items():
+        for entity, (name, label) in store.entities.names(longer).items():
             self.by_norm[entity] = Known(entity, name, label)
         self.code_names_apart = rules.code_names_apart
         self.letters = rules.nickname_letters
         self.people: dict[str, list[Known]] = {}  # one-word people by their first letters
         if self.letters:
             prefixes = [n[: self.letters] for n in new if n.isalpha() and len(n) >= self.letters]
-            for entity, norm, name in store.people_by_prefix(prefixes):
+            for entity, norm, name in store.entities.people_by_prefix(prefixes):
                 self.people.setdefault(norm[: self.letters], []).append(
                     Known(entity, name, "person")
                 )

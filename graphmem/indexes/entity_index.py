@@ -5,7 +5,7 @@ came from and the merged aliases, for the answer hop.
 Kùzu answers a filter on a list of ids with a scan of the whole table, so each round of the walk
 cost as much at 100k memories as the store is big, whatever the few memories it started from.
 These lists are read once (six arrow scans) and kept up to date after a commit changed the
-entity graph (storage/entity_log.py): an extraction of new memories says what it
+entity graph (indexes/entity_log.py): an extraction of new memories says what it
 added (`EntityChange`) and the index takes that in, anything else reads it again. A walk then
 costs what it touches. The mentions and facts are kept only numbered, as arrays (`Numbered`):
 a round of the walk takes thousands of them at once, and reading the index again costs what
@@ -18,6 +18,7 @@ import copy
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,7 @@ class EntityChange:
     mentions: Sequence[tuple[str, str]] = ()
     facts: Sequence[tuple[str, str, str, str]] = ()
     sources: Sequence[tuple[str, str, str]] = ()
+    stamps: ClassVar[bool] = False  # not a change of the content stamp (indexes/changes.py)
 
 
 class EntityIndex:

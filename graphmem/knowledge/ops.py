@@ -2,7 +2,7 @@
 
 Records are memories with a kind and structured fields kept in metadata["record"]; their text is
 composed from those fields so that recall finds them by any of them. Lifecycle changes, links and
-citations are graph edits in storage/knowledge.py.
+citations are graph edits of the store's knowledge repository (storage/kuzu/knowledge.py).
 """
 
 from __future__ import annotations
@@ -122,7 +122,9 @@ class KnowledgeOps(Service):
         """Retire a memory: its validity ends; with a successor it is linked as superseded."""
         if not reason or not reason.strip():
             raise InvalidInput("say why it is outdated (reason)")
-        self.store.supersede(memory_id, reason=reason.strip(), new_id=superseded_by, at=utcnow())
+        self.store.knowledge.supersede(
+            memory_id, reason=reason.strip(), new_id=superseded_by, at=utcnow()
+        )
         return self._memories.get(memory_id)
 
     def merge_duplicates(
@@ -131,9 +133,9 @@ class KnowledgeOps(Service):
         """Fold duplicates into the primary (tags joined, highest importance kept); they stay,
         archived, linked by MERGED_INTO, so nothing is lost."""
         duplicates = list(dict.fromkeys(duplicates))
-        self.store.merge_into(primary, duplicates, reason=reason, at=utcnow())
+        self.store.knowledge.merge_into(primary, duplicates, reason=reason, at=utcnow())
         keep = self._memories.get(primary)
-        merged = [keep, *self.store.get_memories(duplicates).values()]
+        merged = [keep, *self.store.memories.get_many(duplicates).values()]
         tags = list(dict.fromkeys(t for m in merged for t in m.tags))
         importance = max(m.importance for m in merged)
         if tags != keep.tags or importance != keep.importance:
@@ -146,10 +148,10 @@ class KnowledgeOps(Service):
             raise InvalidInput("a canonical entry needs an owner")
         current = self._memories.get(memory_id)
         if current.lifecycle in ("outdated", "superseded", "archived"):
-            newest = self.store.newest_successors([memory_id]).get(memory_id)
+            newest = self.store.knowledge.newest_successors([memory_id]).get(memory_id)
             hint = f"; promote its newest version {newest}" if newest else ""
             raise Conflict(f"{memory_id} is {current.lifecycle}{hint}", id=memory_id)
-        self.store.set_fields(
+        self.store.knowledge.set_fields(
             memory_id,
             {"lifecycle": "canonical", "owner": owner.strip(),
              "lifecycle_reason": f"promoted by {owner.strip()}", "updated_at": utcnow()},
@@ -175,14 +177,14 @@ class KnowledgeOps(Service):
     def store_decision(self, /, **fields: Any) -> StoredMemory:
         """A decision with its rationale; `avoids` links the dead ends it steers clear of."""
         rec = _parse(DecisionRecord, fields)
-        self.store.check_dead_ends(rec.avoids)  # before anything is written
+        self.store.knowledge.check_dead_ends(rec.avoids)  # before anything is written
         memory = self._store_record(
             rec, kind="decision", type_="semantic", title=shortened(rec.decision, 80),
             content=_lines(("Decision", rec.decision), ("Why", rec.rationale),
                            ("Consequences", rec.consequences), ("Status", rec.status)),
         )  # fmt: skip
         if rec.avoids and not memory.deduplicated:  # a repeat's links were made the first time
-            self.store.link_avoids(memory.id, rec.avoids, at=utcnow())
+            self.store.knowledge.link_avoids(memory.id, rec.avoids, at=utcnow())
         return memory
 
     def store_dead_end(self, /, **fields: Any) -> StoredMemory:
@@ -243,7 +245,7 @@ class KnowledgeOps(Service):
         self, *, context: str | None = None, limit: int = 50
     ) -> MemoryPage:
         check_limit(limit)
-        return self.store.list_memories(
+        return self.store.memories.page(
             MemoryFilter(lifecycle="canonical", context=context), limit=limit, cursor=None
         )
 
@@ -256,10 +258,10 @@ class KnowledgeOps(Service):
         """Canonical knowledge first, then the latest active entries: what to read before work."""
         check_limit(limit)
         canonical = self.list_canonical_knowledge(context=context, limit=limit).memories
-        recent = self.store.list_memories(
+        recent = self.store.memories.page(
             MemoryFilter(lifecycle="active", context=context), limit=limit, cursor=None
         ).memories
-        counts = self.store.count_by("kind", MemoryFilter(context=context))
+        counts = self.store.memories.count_by("kind", MemoryFilter(context=context))
         return ProjectContext(context=context, canonical=canonical, recent=recent, counts=counts)
 
     def project_bank_view(
@@ -273,7 +275,7 @@ class KnowledgeOps(Service):
         if view == "review_queue":
             due = DueForReview(before=utcnow() - timedelta(days=_REVIEW_DAYS))
             selection = replace(selection, due_for_review=due)
-        memories = self.store.select_memories(selection, limit=limit)
+        memories = self.store.memories.select(selection, limit=limit)
         return BankView(view=view, memories=memories)  # type: ignore[arg-type]
 
     # -- time -------------------------------------------------------------------------------
@@ -309,7 +311,7 @@ class KnowledgeOps(Service):
             if not hits:
                 return Timeline(anchor_id="", entries=[], documents=documents)
             memory_id = hits[0].memory.id
-        versions = self.store.chain(memory_id)
+        versions = self.store.knowledge.chain(memory_id)
         versions.sort(key=lambda v: (v[0].valid_from or v[0].created_at, v[0].created_at))
         entries = [
             TimelineEntry(memory=m, superseded_by=by, superseded_at=at, reason=reason)
@@ -320,13 +322,13 @@ class KnowledgeOps(Service):
     def _document_versions(self, query: str) -> list[DocumentVersion]:
         """The chain of ADRs the best-matching decision record belongs to, oldest first; empty
         when it supersedes nothing and nothing supersedes it."""
-        if not self.store.document_index().docs:
+        if not self.store.documents.index().docs:
             return []
         found = self._documents.search_docs(query, limit=1, source_type="adr", recipe="bm25").hits
         if not found:
             return []
-        doc = self.store.document_index().doc_by_rel(found[0].path)
-        chain = self.store.document_chain(doc[0].path) if doc else []
+        doc = self.store.documents.index().doc_by_rel(found[0].path)
+        chain = self.store.documents.chain(doc[0].path) if doc else []
         if len(chain) < 2:
             return []
         newer = {rel: by for _, rel, _, by in chain}  # rel -> the rel of what superseded it
@@ -373,7 +375,7 @@ class KnowledgeOps(Service):
         """Record that a memory relies on a file (with its hash now), so drift can be seen."""
         relative = self._project_path(path)
         sha = _sha256(self._require_file(relative))
-        self.store.cite(memory_id, relative, section=section, sha256=sha, at=utcnow())
+        self.store.knowledge.cite(memory_id, relative, section=section, sha256=sha, at=utcnow())
         return Citation(memory_id=memory_id, path=relative, section=section, sha256=sha)
 
     def verify_entry(
@@ -387,15 +389,15 @@ class KnowledgeOps(Service):
         if not method or not method.strip():
             raise InvalidInput("say how it was verified (method)")
         now = utcnow()
-        self.store.set_fields(
+        self.store.knowledge.set_fields(
             memory_id,
             {"verified_at": now, "verify_status": status, "verify_method": method.strip(),
              "verify_note": note, "updated_at": now},
         )  # fmt: skip
         if status == "verified":
-            cited = self.store.citations(memory_id)
+            cited = self.store.knowledge.citations(memory_id)
             hashes = {path: _sha256(self.project_root / path) for _, _, path, _ in cited}
-            self.store.record_citation_hashes(memory_id, hashes, at=now)
+            self.store.knowledge.record_citation_hashes(memory_id, hashes, at=now)
         return self._memories.get(memory_id)
 
     def verification_candidates(
@@ -406,14 +408,14 @@ class KnowledgeOps(Service):
             raise InvalidInput("days >= 0, min_importance in 0..1 and limit in 1..1000")
         before = utcnow() - timedelta(days=days)
         return MemoryPage(
-            memories=self.store.verification_due(
+            memories=self.store.knowledge.verification_due(
                 before=before, min_importance=min_importance, limit=limit
             )
         )
 
     def citation_states(self, memory_id: str) -> list[CitationState]:
         states = []
-        for _, _, path, recorded in self.store.citations(memory_id):
+        for _, _, path, recorded in self.store.knowledge.citations(memory_id):
             current = _sha256(self.project_root / path)
             states.append(
                 CitationState(
@@ -430,7 +432,7 @@ class KnowledgeOps(Service):
     def drift_scan(self) -> DriftReport:
         """Memories whose cited files are gone (source_missing) or changed (source_changed)."""
         items = []
-        citations = self.store.citations()
+        citations = self.store.knowledge.citations()
         for memory_id, title, path, recorded in citations:
             current = _sha256(self.project_root / path)
             if current is None:

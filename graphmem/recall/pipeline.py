@@ -21,8 +21,7 @@ from graphmem.indexes.row_ids import RowIds
 from graphmem.models import Hit, MemoryFilter, RecallWarning, stored_time, utcnow
 from graphmem.recall.config import RecallConfig
 from graphmem.recall.query import ParsedQuery, parse_query
-from graphmem.storage.store import KuzuStore
-from graphmem.storage.vectors import PassageMatch
+from graphmem.storage.protocols import PassageMatch, Store
 from graphmem.text import content_terms, query_text, tokens
 
 
@@ -54,7 +53,7 @@ class Search:
 
 
 def _vector_candidates(
-    store: KuzuStore,
+    store: Store,
     vector: npt.NDArray[np.float32],
     space: EmbeddingSpace,
     allowed: set[str] | None,
@@ -65,13 +64,13 @@ def _vector_candidates(
 ) -> tuple[list[tuple[str, float]], dict[str, PassageMatch], RowIds, npt.NDArray[np.float32]]:
     """The `top` memories nearest the query, by their own vector or, with `passages`, by the
     better of it and their best passage's; and the passages of every memory looked at."""
-    ids, matrix = store.vectors(space)
+    ids, matrix = store.vectors.matrix(space)
     if not len(ids) or top <= 0:
         return [], {}, ids, matrix
     if allowed is not None:
         listed = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
         mask = listed if mask is None else mask[: len(listed)] & listed[: len(mask)]
-    hits = store.nearest(space, vector, top, mask)
+    hits = store.vectors.nearest(space, vector, top, mask)
     if not passages:
         return hits, {}, ids, matrix
     best = dict(hits)
@@ -79,10 +78,10 @@ def _vector_candidates(
     # the passage's whenever that passage makes the top
     reached = [
         memory_id
-        for memory_id in store.nearest_passages(space, vector, top)
+        for memory_id in store.vectors.nearest_passages(space, vector, top)
         if memory_id not in best and (allowed is None or memory_id in allowed)
     ]
-    found = store.passage_scores(space, vector, [*best, *reached])
+    found = store.vectors.passage_scores(space, vector, [*best, *reached])
     for memory_id, match in found.items():
         best[memory_id] = max(best.get(memory_id, match.best), match.best)
     ranked = sorted(best.items(), key=lambda pair: pair[1], reverse=True)
@@ -106,7 +105,7 @@ def scaled(values: dict[str, float]) -> dict[str, float]:
 
 
 def rank(
-    store: KuzuStore,
+    store: Store,
     query: str,
     vector: npt.NDArray[np.float32] | None,
     space: EmbeddingSpace | None,
@@ -120,7 +119,7 @@ def rank(
     strength of the answer hop's clue in it (graph.multihop), fused with `config.w_answer`; a
     clue outside the candidates joins them if it passes the filters."""
     # list and recall hide archived memories unless asked; filter only when something is hidden
-    restricted = not filters.is_empty() or store.has_archived()
+    restricted = not filters.is_empty() or store.memories.has_archived()
     only = filters if restricted else None
 
     positions: RowIds | None = None
@@ -132,7 +131,7 @@ def rank(
     widen = restricted
     if vector is not None and space is not None and want > 0:
         if filters.as_of is not None:  # the as-of window is applied inside the scan
-            valid = store.valid_at_mask(space, filters.as_of)
+            valid = store.memories.valid_at_mask(space, filters.as_of)
             widen = not filters.model_copy(update={"as_of": None}).is_empty()
         # other filters run after the scan, over a wider top (cost grows with the candidates)
         vector_hits, passage_hits, positions, matrix = _vector_candidates(
@@ -147,20 +146,20 @@ def rank(
     keyword_hits: list[tuple[str, float]] = []
     if config.needs_keywords:  # FTS cannot filter either: ask for more when filters drop some
         top = config.keyword_candidates * (2 if restricted else 1)
-        keyword_hits = store.keyword_search(query_text(query), top=top)
+        keyword_hits = store.memories.keyword_search(query_text(query), top=top)
     if not vector_hits and not keyword_hits:
         return [], config
     # one round trip fetches the scoring rows of the candidates that pass the filters
-    rows = store.get_scoring_rows([i for i, _ in vector_hits + keyword_hits], only)
+    rows = store.memories.scoring_rows([i for i, _ in vector_hits + keyword_hits], only)
     passed = [(i, s) for i, s in vector_hits if i in rows]
     selective = widen and len(passed) < want and len(vector_hits) == want * WIDEN
     if selective and vector is not None and space is not None:
         # a very selective filter: scan only the memories it allows
-        allowed = store.matching_ids(filters)
+        allowed = store.memories.matching_ids(filters)
         passed, passage_hits, positions, matrix = _vector_candidates(
             store, vector, space, allowed, want, valid, passages=config.needs_passages
         )
-        rows.update(store.get_scoring_rows([i for i, _ in passed if i not in rows], only))
+        rows.update(store.memories.scoring_rows([i for i, _ in passed if i not in rows], only))
 
     candidates: dict[str, Candidate] = {}
     for rank, (memory_id, _) in enumerate(passed[:want]):
@@ -182,7 +181,7 @@ def rank(
         if config.needs_passages and space is not None:
             looked = {i for i, _ in vector_hits} | {i for i, _ in passed}
             unseen = [i for i in candidates if i not in looked]
-            passage_hits = {**passage_hits, **store.passage_scores(space, vector, unseen)}
+            passage_hits = {**passage_hits, **store.vectors.passage_scores(space, vector, unseen)}
             for memory_id, cand in candidates.items():
                 cand.passage = passage_hits.get(memory_id)
 
@@ -220,10 +219,10 @@ def rank(
 
 
 def hydrate(
-    store: KuzuStore, ranked: Ranked, filters: MemoryFilter, config: RecallConfig, *, explain: bool
+    store: Store, ranked: Ranked, filters: MemoryFilter, config: RecallConfig, *, explain: bool
 ) -> list[Hit]:
     """Hits of the ranked candidates, with their memories (the costly part: ~35 us each)."""
-    memories = store.get_memories([cand.memory_id for cand, _ in ranked])
+    memories = store.memories.get_many([cand.memory_id for cand, _ in ranked])
     hits = []
     for cand, score in ranked:
         if cand.memory_id not in memories:  # deleted since it was scored
@@ -239,7 +238,7 @@ def hydrate(
 
 
 def _with_neighbours(
-    store: KuzuStore,
+    store: Store,
     scored: list[tuple[Candidate, float]],
     rows: dict[str, ScoringRow],
     weight: float,
@@ -253,7 +252,7 @@ def _with_neighbours(
         return scored
     base = {cand.memory_id: score for cand, score in scored}
     position: dict[str, tuple[list[str], int]] = {}
-    for members in store.session_order(sessions).values():
+    for members in store.memories.session_order(sessions).values():
         for index, memory_id in enumerate(members):
             if memory_id in base:
                 position[memory_id] = (members, index)
@@ -270,7 +269,7 @@ def _with_neighbours(
 
 
 def _with_clues(
-    store: KuzuStore,
+    store: Store,
     scored: list[tuple[Candidate, float]],
     rows: dict[str, ScoringRow],
     clues: Mapping[str, float],
@@ -283,7 +282,7 @@ def _with_clues(
     is added to `rows`)."""
     top = max((score for _, score in scored), default=0.0) or 1.0
     known = {cand.memory_id for cand, _ in scored}
-    rows.update(store.get_scoring_rows([m for m in clues if m not in known], only))
+    rows.update(store.memories.scoring_rows([m for m in clues if m not in known], only))
     out = list(scored) + [(Candidate(m), 0.0) for m in clues if m in rows and m not in known]
     for i, (cand, score) in enumerate(out):
         strength = clues.get(cand.memory_id, 0.0)

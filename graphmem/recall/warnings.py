@@ -19,7 +19,7 @@ import numpy.typing as npt
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.models import Hit, Memory, RecallWarning
 from graphmem.recall.relevance import RelevanceBar
-from graphmem.storage.store import KuzuStore
+from graphmem.storage.protocols import Store
 from graphmem.text import content_terms, shortened
 
 MAX_WARNINGS = 3
@@ -51,7 +51,7 @@ class Match:
 
 
 def dead_end_warnings(
-    store: KuzuStore,
+    store: Store,
     hits: Sequence[Hit],
     query: str,
     query_vector: npt.NDArray[np.float32] | None,
@@ -61,14 +61,14 @@ def dead_end_warnings(
     """At most MAX_WARNINGS dead ends about the query: a hit that clears the bar, a dead end a
     decision among the hits avoids (when that decision clears the bar), a dead end close to the
     query by itself; in that order, each with its reason."""
-    dead_ends = store.dead_end_ids()
+    dead_ends = store.knowledge.dead_end_ids()
     if not dead_ends:
         return []
     hit_ids = {h.memory.id for h in hits}
     decisions = {h.memory.id for h in hits if h.memory.kind == "decision"}
     avoided: dict[str, list[str]] = {}
     if decisions:
-        for dead_end, deciders in store.avoided_by(dead_ends).items():
+        for dead_end, deciders in store.knowledge.avoided_by(dead_ends).items():
             chosen = [d for d in deciders if d in decisions]
             if chosen:
                 avoided[dead_end] = chosen
@@ -96,7 +96,7 @@ def dead_end_warnings(
         found.append((order, -(match.cosine or 0.0), memory_id, reason, via))
     found.sort()
     chosen_ids = [memory_id for _, _, memory_id, _, _ in found[:MAX_WARNINGS]]
-    memories = store.get_memories(chosen_ids)
+    memories = store.memories.get_many(chosen_ids)
     return [
         _warning(memories[memory_id], reason, via)
         for _, _, memory_id, reason, via in found[:MAX_WARNINGS]
@@ -119,7 +119,7 @@ def _warning(memory: Memory, reason: str, via: str | None) -> RecallWarning:
 
 
 def _near(
-    store: KuzuStore,
+    store: Store,
     ids: Sequence[str],
     vector: npt.NDArray[np.float32] | None,
     space: EmbeddingSpace | None,
@@ -128,19 +128,19 @@ def _near(
     """Those of `ids` whose own vector or best passage is at least `floor` from the query."""
     if vector is None or space is None:
         return []
-    row_ids, matrix = store.vectors(space)
+    row_ids, matrix = store.vectors.matrix(space)
     located = row_ids.within(list(ids), len(matrix))
     close: dict[str, float] = {}
     if located:
         sims = matrix[[row for _, row in located]] @ vector
         close = {i: float(s) for (i, _), s in zip(located, sims.tolist(), strict=True)}
-    for memory_id, passage in store.passage_scores(space, vector, list(ids)).items():
+    for memory_id, passage in store.vectors.passage_scores(space, vector, list(ids)).items():
         close[memory_id] = max(close.get(memory_id, passage.best), passage.best)
     return [i for i, s in sorted(close.items(), key=lambda p: -p[1]) if s >= floor]
 
 
 def _matches(
-    store: KuzuStore,
+    store: Store,
     ids: Sequence[str],
     query: str,
     vector: npt.NDArray[np.float32] | None,
@@ -148,16 +148,16 @@ def _matches(
 ) -> dict[str, Match]:
     """What the relevance bar reads of each memory: its raw cosine and the query's words in it,
     read from the in-process columns and vectors (no memory is read)."""
-    rows = store.get_scoring_rows(list(ids))
+    rows = store.memories.scoring_rows(list(ids))
     terms = content_terms(query)
     cosines: dict[str, float] = {}
     if vector is not None and space is not None and rows:
-        row_ids, matrix = store.vectors(space)
+        row_ids, matrix = store.vectors.matrix(space)
         located = row_ids.within(list(rows), len(matrix))
         if located:
             sims = matrix[[row for _, row in located]] @ vector
             cosines = {i: float(s) for (i, _), s in zip(located, sims.tolist(), strict=True)}
-        for memory_id, passage in store.passage_scores(space, vector, list(rows)).items():
+        for memory_id, passage in store.vectors.passage_scores(space, vector, list(rows)).items():
             cosines[memory_id] = max(cosines.get(memory_id, passage.best), passage.best)
     return {
         memory_id: Match(
@@ -175,9 +175,9 @@ def _alternative(memory: Memory) -> str | None:
     return alternative if isinstance(alternative, str) and alternative else None
 
 
-def missing_vector_warnings(store: KuzuStore, space: EmbeddingSpace) -> list[RecallWarning]:
+def missing_vector_warnings(store: Store, space: EmbeddingSpace) -> list[RecallWarning]:
     """Memories without a vector in the query's space can only be found by keyword: say so."""
-    missing = store.memory_count() - len(store.vector_ids(space))
+    missing = store.memories.count() - len(store.vectors.ids(space))
     if missing <= 0:
         return []
     message = (

@@ -134,7 +134,7 @@ class CheckpointOps(Service):
 
     def last_checkpoint(self, session_id: str) -> Memory | None:
         """The session's newest checkpoint."""
-        found = self.store.select_memories(
+        found = self.store.memories.select(
             MemorySelection(kinds=("checkpoint",), session_id=session_id), limit=1
         )
         return found[0] if found else None
@@ -142,7 +142,7 @@ class CheckpointOps(Service):
     def _similarity(self, last: Memory, text: str) -> float | None:
         """Cosine of `text` to the last checkpoint's stored vector (None: it has none here)."""
         space = self.embedder.space
-        row_ids, matrix = self.store.vectors(space)
+        row_ids, matrix = self.store.vectors.matrix(space)
         rows = row_ids.within([last.id], len(matrix))
         if not rows:
             return None

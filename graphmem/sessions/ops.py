@@ -101,7 +101,7 @@ class SessionOps(Service):
             for s in statements(text)
         ]
         prints = {id(a): fingerprint(a.action, a.target, a.statement) for a in actions}
-        seen = self.store.resolved_fingerprints(list(prints.values()))
+        seen = self.store.sessions.resolved_fingerprints(list(prints.values()))
         kept = [a for a in actions if prints[id(a)] not in seen]
         plan = SessionPlan(
             session_id=session, mode=chosen, mode_inferred=mode is None, context=context,
@@ -110,7 +110,7 @@ class SessionOps(Service):
         if dry_run:
             return plan
         with self.store.transaction():
-            self.store.upsert_session(
+            self.store.sessions.upsert(
                 session, client=client, mode=chosen, context=context, service=service, cwd=cwd,
                 ended_at=utcnow(), summary_id=None,
             )  # fmt: skip
@@ -119,7 +119,7 @@ class SessionOps(Service):
                 session_id=session, tags=["session", chosen], client_session=session,
             )  # fmt: skip
             plan.summary_id = stored.id
-            self.store.upsert_session(
+            self.store.sessions.upsert(
                 session, client=client, mode=chosen, context=context, service=service, cwd=cwd,
                 ended_at=utcnow(), summary_id=stored.id,
             )  # fmt: skip
@@ -130,10 +130,10 @@ class SessionOps(Service):
                     action.applied = True
                     linked.append(action.memory_id)
                 else:
-                    action.review_item = self.store.add_review_item(
+                    action.review_item = self.store.sessions.add_review_item(
                         session, _item_fields(action, prints[id(action)], context, service)
                     )
-            self.store.link_to_session(session, [m for m in linked if m])
+            self.store.sessions.link_memories(session, [m for m in linked if m])
         self._closed()
         return plan
 
@@ -172,9 +172,9 @@ class SessionOps(Service):
                     reason=f"superseded in session {session}",
                     superseded_by=stored.id,
                 )
-                self.store.audit(actor=who, action="supersede", target=action.target, item=item,
+                self.store.steward.audit(actor=who, action="supersede", target=action.target, item=item,
                                  before=before.model_dump(mode="json"), after={"by": stored.id})  # fmt: skip
-            self.store.audit(actor=who, action="store", target=stored.id, item=item, before=None,
+            self.store.steward.audit(actor=who, action="store", target=stored.id, item=item, before=None,
                              after=stored.model_dump(mode="json"))  # fmt: skip
             return stored.id
         if action.target is None:  # raw_only: the summary holds it
@@ -187,7 +187,7 @@ class SessionOps(Service):
             )
         elif action.action == "promote":
             after = self._knowledge.promote_to_canonical(action.target, owner=who)
-        self.store.audit(actor=who, action=action.action, target=action.target, item=item,
+        self.store.steward.audit(actor=who, action=action.action, target=action.target, item=item,
                          before=before.model_dump(mode="json"), after=after.model_dump(mode="json"))  # fmt: skip
         return action.target
 
@@ -203,16 +203,18 @@ class SessionOps(Service):
     ) -> ReviewQueue:
         """Review items, oldest first: by default the pending ones of every session."""
         check_limit(limit)
-        rows = self.store.review_items(session=session, status=status, action=action, limit=limit)
+        rows = self.store.sessions.review_items(
+            session=session, status=status, action=action, limit=limit
+        )
         return ReviewQueue(
-            items=[_item(r) for r in rows], pending=self.store.count_pending_reviews()
+            items=[_item(r) for r in rows], pending=self.store.sessions.count_pending_reviews()
         )
 
     def resolve_review_item(
         self, item_id: str, resolution: str, note: str | None = None, *, actor: str = "user"
     ) -> ResolveReport:
         """Accept (apply the change), reject or defer one item; the resolution is recorded."""
-        return self._resolve([self.store.review_item(item_id)], resolution, note, actor)
+        return self._resolve([self.store.sessions.review_item(item_id)], resolution, note, actor)
 
     def accept_session_changes(
         self,
@@ -225,9 +227,11 @@ class SessionOps(Service):
         if (session is None) == (items is None):
             raise InvalidInput("give a session or a list of items")
         rows = (
-            [self.store.review_item(i) for i in items]
+            [self.store.sessions.review_item(i) for i in items]
             if items is not None
-            else self.store.review_items(session=session, status="pending", action=None, limit=1000)
+            else self.store.sessions.review_items(
+                session=session, status="pending", action=None, limit=1000
+            )
         )
         return self._resolve(rows, "accept", None, actor)
 
@@ -245,7 +249,7 @@ class SessionOps(Service):
         """Resolve every pending item the filters select; `dry_run` lists them only."""
         rows = [
             r
-            for r in self.store.review_items(
+            for r in self.store.sessions.review_items(
                 session=session, status="pending", action=action, limit=1000
             )
             if risk is None or r["risk"] == risk
@@ -283,11 +287,11 @@ class SessionOps(Service):
                 if memory_id:
                     report.memories.append(memory_id)
                     if row["session"]:
-                        self.store.link_to_session(row["session"], [memory_id])
-            self.store.set_item_status(row["id"], status=status, note=note, actor=actor)
-            self.store.audit(actor=actor, action=f"review:{resolution}", target=row["target"],
+                        self.store.sessions.link_memories(row["session"], [memory_id])
+            self.store.sessions.set_item_status(row["id"], status=status, note=note, actor=actor)
+            self.store.steward.audit(actor=actor, action=f"review:{resolution}", target=row["target"],
                              item=row["id"], before={"status": row["status"]}, after={"status": status})  # fmt: skip
-            report.resolved.append(_item(self.store.review_item(row["id"])))
+            report.resolved.append(_item(self.store.sessions.review_item(row["id"])))
         return report
 
 

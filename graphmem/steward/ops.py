@@ -45,8 +45,7 @@ from graphmem.steward.models import (
     StewardStatus,
     UndoReport,
 )
-from graphmem.storage.steward import POLICY_KEY
-from graphmem.storage.vectors import table_for
+from graphmem.storage.protocols import POLICY_KEY
 from graphmem.usage import unnoticed
 
 if TYPE_CHECKING:
@@ -83,7 +82,7 @@ class StewardOps(Service):
 
     def steward_policy(self, updates: dict[str, Any] | None = None) -> StewardPolicy:
         """The policy; with `updates`, those fields changed (validated) and the result kept."""
-        current = StewardPolicy.model_validate(self.store.meta_json(POLICY_KEY) or {})
+        current = StewardPolicy.model_validate(self.store.steward.meta_json(POLICY_KEY) or {})
         if not updates:
             return current
         unknown = set(updates) - set(StewardPolicy.model_fields)
@@ -96,7 +95,7 @@ class StewardOps(Service):
             changed = StewardPolicy.model_validate({**current.model_dump(), **updates})
         except ValidationError as exc:
             raise InvalidInput(f"invalid policy: {validation_message(exc)}") from None
-        self.store.set_meta_json(POLICY_KEY, changed.model_dump(mode="json"))
+        self.store.steward.set_meta_json(POLICY_KEY, changed.model_dump(mode="json"))
         return changed
 
     # -- a run ---------------------------------------------------------------------------------
@@ -128,7 +127,7 @@ class StewardOps(Service):
             proposals = self._detect(scope, policy, context=context, service=service, now=started)
         for proposal in proposals:
             run.found[proposal.kind] = run.found.get(proposal.kind, 0) + 1
-        known = self.store.known_findings([p.fingerprint for p in proposals])
+        known = self.store.steward.known_findings([p.fingerprint for p in proposals])
         fresh = []
         for proposal in proposals:
             seen = known.get(proposal.fingerprint)
@@ -142,7 +141,7 @@ class StewardOps(Service):
         if dry_run:
             run.findings = [_proposed(p, run.id, started) for p in fresh[:shown]]
             return _finished(run, clock)
-        self.store.add_run(
+        self.store.steward.add_run(
             {"id": run.id, "scope": scope, "dry_run": False, "context": context,
              "service": service, "actor": actor, "started_at": started}
         )  # fmt: skip
@@ -152,7 +151,7 @@ class StewardOps(Service):
             finding = _proposed(proposal, run.id, started)
             finding.status = "pending"
             filed.append((finding, proposal))
-        self.store.add_findings([
+        self.store.steward.add_findings([
             ({**finding.model_dump(exclude={"resolved_at", "resolved_by"}),
               "evidence_hash": proposal.evidence_hash, "fingerprint": proposal.fingerprint},
              proposal.memories)
@@ -164,11 +163,11 @@ class StewardOps(Service):
                 try:
                     self._apply_finding(finding, actor="steward", run=run.id)
                 except GraphmemError as exc:
-                    self.store.set_finding(finding.id, {"error": exc.message})
+                    self.store.steward.set_finding(finding.id, {"error": exc.message})
                     finding.error = exc.message
                     run.failed += 1
                 else:
-                    self.store.set_finding(
+                    self.store.steward.set_finding(
                         finding.id,
                         {"status": "applied", "auto": True, "resolved_at": utcnow(),
                          "resolved_by": "steward", "error": None},
@@ -179,7 +178,7 @@ class StewardOps(Service):
                 run.findings.append(finding)
         run.filed = len(fresh)
         _finished(run, clock)
-        self.store.finish_run(
+        self.store.steward.finish_run(
             run.id, finished_at=run.finished_at or utcnow(), report=run.model_dump(mode="json")
         )
         return run
@@ -195,37 +194,41 @@ class StewardOps(Service):
     ) -> list[detect.Proposal]:
         wants = set(STEWARD_SCOPES) if scope == "all" else {scope}
         found: list[detect.Proposal] = []
-        rows = detect.rows_of(self.store.live_memory_rows(context=context, service=service))
+        rows = detect.rows_of(self.store.steward.live_memory_rows(context=context, service=service))
         vectors = (
             self._vectors_of([r.id for r in rows]) if wants & {"duplicates", "conflicts"} else {}
         )
         conflicts: list[detect.Proposal] = []
         if wants & {"duplicates", "conflicts"}:
             live = {r.id for r in rows}
-            facts = [f for f in self.store.live_facts() if f[0] in live]
+            facts = [f for f in self.store.steward.live_facts() if f[0] in live]
             conflicts = detect.fact_conflicts(facts, vectors, policy.single_valued)
         FOREGROUND.step_aside()
         if "duplicates" in wants:
-            entities = self.store.entity_sets([r.id for r in rows])
+            entities = self.store.steward.entity_sets([r.id for r in rows])
             apart = {frozenset(c.targets) for c in conflicts}  # they disagree: not one note
             found += detect.duplicates(rows, vectors, entities, policy, apart=apart)
         if "conflicts" in wants:
             found += conflicts
-            found += detect.topic_conflicts(rows, vectors, self.store.avoid_pairs(), policy)
+            found += detect.topic_conflicts(rows, vectors, self.store.steward.avoid_pairs(), policy)
         FOREGROUND.step_aside()
         if "stale" in wants:
             stale_before, expired_before = detect.stale_before(now, policy)
             found += detect.unverified(
-                self.store.stale_rows(before=stale_before, context=context, service=service),
+                self.store.steward.stale_rows(
+                    before=stale_before, context=context, service=service
+                ),
                 policy,
             )
             found += detect.expired(
-                self.store.expired_working(before=expired_before, context=context, service=service),
+                self.store.steward.expired_working(
+                    before=expired_before, context=context, service=service
+                ),
                 policy,
             )
             live = {r.id for r in rows}
             found += detect.live_middles(
-                [(n, o) for n, o in self.store.superseded_but_live() if o in live]
+                [(n, o) for n, o in self.store.steward.superseded_but_live() if o in live]
             )
             drift = self._knowledge.drift_scan()
             found += detect.drifted(
@@ -234,19 +237,21 @@ class StewardOps(Service):
             )  # fmt: skip
         FOREGROUND.step_aside()
         if "canonical" in wants:
-            verified = self.store.verified_ids([r.id for r in rows])
-            references = self.store.reference_counts()
+            verified = self.store.steward.verified_ids([r.id for r in rows])
+            references = self.store.steward.reference_counts()
             found += detect.canonical_candidates(rows, verified, references, policy)
         if "orphans" in wants and context is None and service is None:
-            found += detect.orphans(self.store.orphan_entities(), self.store.orphan_review_items())
+            found += detect.orphans(
+                self.store.steward.orphan_entities(), self.store.steward.orphan_review_items()
+            )
         return found
 
     def _vectors_of(self, ids: list[str]) -> dict[str, Any]:
         """Each memory's own vector in the store's embedding space (none: nothing to compare)."""
         space = self.embedder.space
-        if table_for(space) not in self.store.vector_tables():
+        if not self.store.vectors.has_space(space):
             return {}
-        row_ids, matrix = self.store.vectors(space)
+        row_ids, matrix = self.store.vectors.matrix(space)
         rows = row_ids.rows(ids)
         return {i: matrix[r] for i, r in zip(ids, rows.tolist(), strict=True) if r >= 0}
 
@@ -265,14 +270,14 @@ class StewardOps(Service):
             before, made = self._apply_orphan(finding)
         else:
             self._require_live(targets if finding.kind != "live_middle" else targets[:1])
-            before = {"memories": self.store.memory_state(targets)}
+            before = {"memories": self.store.steward.memory_state(targets)}
             if finding.action == "merge":
                 kept, *copies = targets
                 self._knowledge.merge_duplicates(kept, copies, reason=f"steward: {finding.kind}")
                 made = [["MERGED_INTO", copy, kept] for copy in copies]
             elif finding.kind == "live_middle":
                 older, newer = targets
-                self.store.set_fields(
+                self.store.knowledge.set_fields(
                     older,
                     {"lifecycle": "superseded", "updated_at": utcnow(),
                      "lifecycle_reason": f"superseded by {newer} (steward)"},
@@ -288,7 +293,7 @@ class StewardOps(Service):
                 if same_kind:
                     made = [["SUPERSEDES", newer, older]]
             elif finding.action == "archive":
-                self.store.set_fields(
+                self.store.knowledge.set_fields(
                     targets[0],
                     {"lifecycle": "archived", "updated_at": utcnow(),
                      "lifecycle_reason": f"steward: {finding.kind}"},
@@ -302,8 +307,8 @@ class StewardOps(Service):
                 )  # fmt: skip
         after: dict[str, Any] = {"edges": made, "kind": finding.kind}
         if "memories" in before:
-            after["memories"] = self.store.memory_state(targets)
-        self.store.audit_step(
+            after["memories"] = self.store.steward.memory_state(targets)
+        self.store.steward.audit_step(
             actor=actor, action=f"steward:{finding.action}", target=targets[0], item=finding.id,
             run=run, before=before, after=after,
         )  # fmt: skip
@@ -311,21 +316,21 @@ class StewardOps(Service):
     def _apply_orphan(self, finding: Finding) -> tuple[dict[str, Any], list[list[str]]]:
         target = finding.targets[0]
         if finding.action == "prune":
-            entity = self.store.entity_row(target)
+            entity = self.store.entities.row(target)
             if entity is None:
                 raise NotFound(f"no entity with id {target!r}", id=target)
-            self.store.delete_entity(target)
+            self.store.entities.delete(target)
             return {"entity": entity}, []
-        item = self.store.review_item(target)
+        item = self.store.sessions.review_item(target)
         if item["status"] != "pending":
             raise Conflict(f"review item {target} is already {item['status']}", id=target)
-        self.store.set_item_status(
+        self.store.sessions.set_item_status(
             target, status="rejected", note="its memory is gone (steward)", actor="steward"
         )
         return {"item": {"id": target, "status": item["status"]}}, []
 
     def _require_live(self, ids: list[str]) -> None:
-        state = self.store.memory_state(ids)
+        state = self.store.steward.memory_state(ids)
         for memory_id in ids:
             if memory_id not in state:
                 raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
@@ -340,11 +345,11 @@ class StewardOps(Service):
         return (a.id, b.id) if (a.created_at, a.id) <= (b.created_at, b.id) else (b.id, a.id)
 
     def _state_of(self, ids: list[str]) -> dict[str, Any]:
-        return {"memories": self.store.memory_state(ids)}
+        return {"memories": self.store.steward.memory_state(ids)}
 
     def _changed_since(self, after: dict[str, dict[str, Any]]) -> str | None:
         """The first memory whose state is no longer what the action left (edited since)."""
-        now = self.store.memory_state(list(after))
+        now = self.store.steward.memory_state(list(after))
         for memory_id, state in after.items():
             if json.dumps(now.get(memory_id), default=str) != json.dumps(state, default=str):
                 return memory_id
@@ -355,7 +360,9 @@ class StewardOps(Service):
         first. An action whose memories changed since is left as it is (reported as skipped):
         undoing it would wipe the later edit."""
         rows = [
-            r for r in self.store.audit_rows(run_or_action) if r["action"].startswith("steward:")
+            r
+            for r in self.store.steward.audit_rows(run_or_action)
+            if r["action"].startswith("steward:")
         ]
         if not rows:
             raise NotFound(
@@ -382,24 +389,24 @@ class StewardOps(Service):
                     for m in sorted(moved)
                 ]
                 for rel, source, target in after.get("edges", []):
-                    self.store.delete_edge(rel, source, target)
+                    self.store.steward.delete_edge(rel, source, target)
                 for memory_id, state in before.get("memories", {}).items():
-                    self.store.restore_state(memory_id, state)
+                    self.store.steward.restore_state(memory_id, state)
                     report.memories.append(memory_id)
                 if "entity" in before:
-                    self.store.restore_entity(before["entity"])
+                    self.store.entities.restore(before["entity"])
                 if "item" in before:
                     item = before["item"]
-                    self.store.reopen_review_item(item["id"], status=item["status"])
+                    self.store.sessions.reopen_review_item(item["id"], status=item["status"])
                 if row["item"]:
-                    self.store.set_finding(
+                    self.store.steward.set_finding(
                         row["item"],
                         {"status": "pending", "auto": False, "resolved_at": None,
                          "resolved_by": None, "note": f"undone by {actor}"},
                     )  # fmt: skip
                     report.findings.append(row["item"])
-                self.store.mark_undone(row["id"], utcnow())
-                self.store.audit_step(
+                self.store.steward.mark_undone(row["id"], utcnow())
+                self.store.steward.audit_step(
                     actor=actor, action="steward-undo", target=row["target"], item=row["item"],
                     run=None, before={"audit": row["id"]}, after={},
                 )  # fmt: skip
@@ -426,8 +433,8 @@ class StewardOps(Service):
             raise InvalidInput(f"kind must be one of {', '.join(FINDING_KINDS)}", kind=kind)
         if sort not in ("confidence", "newest", "oldest"):
             raise InvalidInput("sort must be confidence, newest or oldest", sort=sort)
-        rows = self.store.findings(status=status, kind=kind, limit=limit, sort=sort)
-        counts = self.store.count_findings("pending")
+        rows = self.store.steward.findings(status=status, kind=kind, limit=limit, sort=sort)
+        counts = self.store.steward.count_findings("pending")
         return InboxPage(
             items=[Finding.model_validate(r) for r in rows],
             pending=sum(counts.values()),
@@ -441,21 +448,21 @@ class StewardOps(Service):
         until its evidence changes. An action that fails leaves it pending, with the error."""
         if action not in ("apply", "dismiss"):
             raise InvalidInput("action must be apply or dismiss", action=action)
-        finding = Finding.model_validate(self.store.finding(item))
+        finding = Finding.model_validate(self.store.steward.finding(item))
         if finding.status != "pending":
             raise InvalidInput(f"finding {item} is {finding.status}, not pending", id=item)
         if action == "apply":
             try:
                 self._apply_finding(finding, actor=actor, run=finding.run)
             except GraphmemError as exc:
-                self.store.set_finding(item, {"error": exc.message, "note": note})
+                self.store.steward.set_finding(item, {"error": exc.message, "note": note})
                 raise
-        self.store.set_finding(
+        self.store.steward.set_finding(
             item,
             {"status": "applied" if action == "apply" else "dismissed", "note": note,
              "resolved_at": utcnow(), "resolved_by": actor, "error": None},
         )  # fmt: skip
-        return Finding.model_validate(self.store.finding(item))
+        return Finding.model_validate(self.store.steward.finding(item))
 
     # -- conflicts ------------------------------------------------------------------------------
 
@@ -468,7 +475,7 @@ class StewardOps(Service):
         proposals = self._detect(
             "conflicts", policy, context=context, service=service, now=utcnow()
         )
-        known = self.store.known_findings([p.fingerprint for p in proposals])
+        known = self.store.steward.known_findings([p.fingerprint for p in proposals])
         conflicts = []
         for proposal in sorted(proposals, key=lambda p: (-p.confidence, p.targets)):
             finding = _proposed(proposal, "", utcnow())
@@ -484,15 +491,15 @@ class StewardOps(Service):
 
     def steward_report(self, run: str | None = None) -> StewardRun:
         """What a run (the newest by default) looked at, found, applied and filed."""
-        stored = self.store.steward_run_report(run)
+        stored = self.store.steward.run_report(run)
         if stored is None:
             raise NotFound("the steward has not run yet")
         return StewardRun.model_validate(stored)
 
     def steward_status(self) -> StewardStatus:
-        stored = self.store.steward_run_report(None)
+        stored = self.store.steward.run_report(None)
         last = StewardRun.model_validate({**stored, "findings": []}) if stored else None
-        counts = self.store.count_findings("pending")
+        counts = self.store.steward.count_findings("pending")
         return StewardStatus(
             last_run=last, pending=sum(counts.values()), by_kind=counts,
             policy=self.steward_policy(), next_run_at=self._next_steward_run(),
@@ -500,7 +507,7 @@ class StewardOps(Service):
 
     def steward_status_last_finished(self) -> datetime | None:
         """When the newest run (not a dry run) finished."""
-        return self.store.last_run_finished()
+        return self.store.steward.last_run_finished()
 
     def _next_steward_run(self) -> datetime | None:
         """Only the owner runs the steward on a schedule."""

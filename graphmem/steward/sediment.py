@@ -45,7 +45,7 @@ from graphmem.steward.models import LAYERS, SedimentMove, SedimentReport
 
 if TYPE_CHECKING:
     from graphmem.steward.models import StewardPolicy
-    from graphmem.storage.store import KuzuStore
+    from graphmem.storage.protocols import Store
 
 ACTION = "steward:sediment"
 MOVES_LISTED = 1000  # a report lists this many moves; its counts cover all of them
@@ -118,11 +118,11 @@ def plan(
     return steps
 
 
-def cycle(store: KuzuStore, policy: StewardPolicy, *, dry_run: bool, actor: str) -> SedimentReport:
+def cycle(store: Store, policy: StewardPolicy, *, dry_run: bool, actor: str) -> SedimentReport:
     """Plan the moves of one cycle and, unless `dry_run`, make them under a new run."""
     clock, now = time.perf_counter(), utcnow()
-    table = store.sediment_table()
-    steps = plan(table, store.reference_counts(), policy, now)
+    table = store.steward.sediment_table()
+    steps = plan(table, store.steward.reference_counts(), policy, now)
     report = SedimentReport(dry_run=dry_run, looked_at=table.num_rows)
     report.counts = dict(Counter(f"{s.from_layer}->{s.to_layer}" for s in steps))
     layers = Counter(pc.fill_null(pc.cast(table["layer"], pa.string()), "surface").to_pylist())
@@ -134,7 +134,7 @@ def cycle(store: KuzuStore, policy: StewardPolicy, *, dry_run: bool, actor: str)
         report.run = new_id()
         _apply(store, steps, run=report.run, actor=actor, at=now, note=None)
     listed = steps[:MOVES_LISTED]
-    labels = store.memory_labels([s.memory for s in listed]) if listed else {}
+    labels = store.memories.labels([s.memory for s in listed]) if listed else {}
     report.moves = [_move(s, labels.get(s.memory, "")) for s in listed]
     report.unlisted = len(steps) - len(listed)
     report.seconds = round(time.perf_counter() - clock, 3)
@@ -142,7 +142,7 @@ def cycle(store: KuzuStore, policy: StewardPolicy, *, dry_run: bool, actor: str)
 
 
 def by_hand(
-    store: KuzuStore,
+    store: Store,
     memory_id: str,
     *,
     up: bool,
@@ -153,7 +153,7 @@ def by_hand(
     """One layer up (down), or to `layer`, which must be above (below) the memory's own."""
     if layer is not None and layer not in LAYERS:
         raise InvalidInput(f"layer must be one of {', '.join(LAYERS)}", layer=layer)
-    state = store.layer_states([memory_id]).get(memory_id)
+    state = store.steward.layer_states([memory_id]).get(memory_id)
     if state is None:
         raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
     current = LAYERS.index(state[0]) if state[0] in LAYERS else 0
@@ -174,13 +174,13 @@ def by_hand(
                 (state[0], None if at is None else _iso(at), state[2]))  # fmt: skip
     run = new_id()
     _apply(store, [step], run=run, actor=actor, at=utcnow(), note=note)
-    move = _move(step, store.memory_labels([memory_id]).get(memory_id, ""))
+    move = _move(step, store.memories.labels([memory_id]).get(memory_id, ""))
     move.note, move.run = note, run
     return move
 
 
 def _apply(
-    store: KuzuStore, steps: list[Step], *, run: str, actor: str, at: datetime, note: str | None
+    store: Store, steps: list[Step], *, run: str, actor: str, at: datetime, note: str | None
 ) -> None:
     """Write the moves and their audit rows in one transaction."""
     stamp = stored_time(at)
@@ -192,10 +192,10 @@ def _apply(
         return "up" if up else "down"
 
     with store.transaction():
-        store.set_layers([(s.memory, s.to_layer, stamp, how(s)) for s in steps])
+        store.steward.set_layers([(s.memory, s.to_layer, stamp, how(s)) for s in steps])
         for start in range(0, len(steps), AUDIT_CHUNK):
             chunk = steps[start : start + AUDIT_CHUNK]
-            store.audit_step(
+            store.steward.audit_step(
                 actor=actor, action=ACTION, target=chunk[0].memory, item=None, run=run,
                 before={"layers": {s.memory: list(s.was) for s in chunk}},
                 after={"kind": "sediment", "note": note,
@@ -204,12 +204,12 @@ def _apply(
             )  # fmt: skip
 
 
-def moved_since(store: KuzuStore, after: dict[str, list[str | None]]) -> list[str]:
+def moved_since(store: Store, after: dict[str, list[str | None]]) -> list[str]:
     """The memories of an audit row whose layer is no longer what the move left (moved again,
     or gone)."""
     if not after:
         return []
-    now = store.layer_states(list(after))
+    now = store.steward.layer_states(list(after))
     return [
         memory_id
         for memory_id, state in after.items()
@@ -217,7 +217,7 @@ def moved_since(store: KuzuStore, after: dict[str, list[str | None]]) -> list[st
     ]
 
 
-def restore(store: KuzuStore, before: dict[str, list[str | None]], skip: set[str]) -> list[str]:
+def restore(store: Store, before: dict[str, list[str | None]], skip: set[str]) -> list[str]:
     """Put back the layers an audit row kept, but those of `skip`; in the caller's
     transaction."""
     rows = [
@@ -226,7 +226,7 @@ def restore(store: KuzuStore, before: dict[str, list[str | None]], skip: set[str
         if memory_id not in skip
     ]
     if rows:
-        store.set_layers(rows)
+        store.steward.set_layers(rows)
     return [row[0] for row in rows]
 
 

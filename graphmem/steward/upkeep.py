@@ -38,7 +38,9 @@ class UpkeepOps(Service):
         policy = self._steward.steward_policy()
         self.context.usage.flush()
         before = utcnow() - timedelta(days=policy.sweep_days)
-        found = self.store.sweepable(before=before, max_importance=policy.sweep_max_importance)
+        found = self.store.steward.sweepable(
+            before=before, max_importance=policy.sweep_max_importance
+        )
         report = SweepReport(
             dry_run=dry_run, archived=[memory_id for memory_id, _, _ in found],
             policy={"sweep_days": policy.sweep_days,
@@ -48,14 +50,18 @@ class UpkeepOps(Service):
             return report
         report.run = new_id()
         for memory_id, kind, created in found:
-            before_state = {"memories": self.store.memory_state([memory_id])}
-            self.store.set_fields(
+            before_state = {"memories": self.store.steward.memory_state([memory_id])}
+            self.store.knowledge.set_fields(
                 memory_id,
                 {"lifecycle": "archived", "updated_at": utcnow(),
                  "lifecycle_reason": f"swept: {kind} memory from {created.date()}, never used"},
             )  # fmt: skip
-            after = {"edges": [], "kind": "sweep", "memories": self.store.memory_state([memory_id])}
-            self.store.audit_step(
+            after = {
+                "edges": [],
+                "kind": "sweep",
+                "memories": self.store.steward.memory_state([memory_id]),
+            }
+            self.store.steward.audit_step(
                 actor=actor, action="steward:archive", target=memory_id, item=None,
                 run=report.run, before=before_state, after=after,
             )  # fmt: skip
@@ -64,9 +70,9 @@ class UpkeepOps(Service):
     def recount_references(self) -> ReferenceReport:
         """Recompute each live memory's reference count from the graph (what other knowledge
         points at it), kept as `reference_count`."""
-        counts = self.store.reference_counts()
-        self.store.write_reference_counts(counts)
-        live = self.store.count_live()
+        counts = self.store.steward.reference_counts()
+        self.store.steward.write_reference_counts(counts)
+        live = self.store.steward.count_live()
         top = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]
         return ReferenceReport(
             memories=live, referenced=sum(1 for n in counts.values() if n > 0),

@@ -284,7 +284,7 @@ def test_doctor_json_is_ok_on_a_healthy_store(invoke: Any, seed: Any) -> None:
 
 def test_doctor_tells_a_float32_store_how_to_move_to_int8(home: Path) -> None:
     with open_store(home, **{"embedding.model": "all-MiniLM-L6-v2"}) as gm:
-        gm.store.ensure_space(EmbeddingSpace("local", "all-MiniLM-L6-v2", 384))
+        gm.store.vectors.ensure_space(EmbeddingSpace("local", "all-MiniLM-L6-v2", 384))
     env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("GRAPHMEM_")}
     env["GRAPHMEM_HOME"] = str(home)  # the local provider, no model set
     result = CliRunner().invoke(app, ["doctor", "--json"], env=env)

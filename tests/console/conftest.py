@@ -16,7 +16,7 @@ from graphmem.mcp.http import make_http_server
 from graphmem.models import utcnow
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
-from graphmem.storage.entities import EntityRow, Mention
+from graphmem.storage.protocols import EntityRow, Mention
 from tests.http_serving import running
 
 TOKEN = "console-test-token-0123456789"
@@ -105,7 +105,7 @@ def seed(gm: GraphMemory, beacon_url: str) -> Seeded:
         for n, text in enumerate(payloads)
     ]  # fmt: skip
     gm.wait_for_extraction()  # then this extraction by hand is the one that stays
-    gm.store.write_extraction(
+    gm.store.entities.write_extraction(
         [hostile[0]], extractor="test",
         entities=[EntityRow("svg-entity", '<svg onload="window.pwned = 7">', "svg-entity", "svgentity", "concept")],
         aliases={}, mentions=[Mention(hostile[0], "svg-entity", "<svg onload>")], facts=[],

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from graphmem.models import utcnow
-from graphmem.storage.entities import EntityRow, Mention
+from graphmem.storage.protocols.entities import EntityRow, Mention
 from tests.console.conftest import TOKEN, Beacon, Seeded
 
 CHROMIUM = os.environ.get("GRAPHMEM_CHROMIUM", "/usr/bin/chromium")
@@ -167,7 +167,7 @@ def crowded(gm: Any) -> str:
             for n, name in enumerate(names)]  # fmt: skip
     mentions = [Mention(centre.id, r.id, r.name) for r in rows]
     mentions += [Mention(o.id, rows[n % 6].id, rows[n % 6].name) for n, o in enumerate(others)]
-    gm.store.write_extraction(
+    gm.store.entities.write_extraction(
         [centre.id, *(o.id for o in others)], extractor="test", entities=rows, aliases={},
         mentions=mentions, facts=[], provenance=[], at=utcnow(),
     )  # fmt: skip

@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from graphmem.console.app import console_mount
 from graphmem.models import Hit, Memory, RecallResult, utcnow
-from graphmem.storage.entities import EntityRow
+from graphmem.storage.protocols.entities import EntityRow
 from tests.console.conftest import TOKEN, Seeded
 from tests.console.test_auth import csrf, signed_in
 
@@ -111,7 +111,7 @@ def links(page: str) -> list[str]:
 
 def orphan_entity(gm: Any, entity_id: str, name: str) -> str:
     """An entity nothing names, and the steward's finding about it (id)."""
-    gm.store.write_extraction(
+    gm.store.entities.write_extraction(
         [], extractor="test", entities=[EntityRow(entity_id, name, entity_id, entity_id, "concept")],
         aliases={}, mentions=[], facts=[], provenance=[], at=utcnow(),
     )  # fmt: skip

@@ -51,7 +51,7 @@ def test_a_rolled_back_transaction_leaves_nothing_even_after_a_reopen(
 def test_a_failed_statement_rolls_back_its_whole_transaction(gm: GraphMemory) -> None:
     with pytest.raises(StorageError), gm.store.transaction():
         gm.remember("written before the bad statement")
-        gm.store.execute("MATCH (m:NoSuchTable) RETURN m")
+        gm.store.conn.execute("MATCH (m:NoSuchTable) RETURN m")
     assert count(gm, "Memory") == 0
 
 
@@ -74,7 +74,7 @@ def test_readers_never_see_half_a_transaction(gm: GraphMemory) -> None:
 
     def read() -> None:
         while not stop.is_set():
-            seen.append(gm.store.memory_count())
+            seen.append(gm.store.memories.count())
 
     readers = [threading.Thread(target=read) for _ in range(2)]
     for reader in readers:
@@ -90,7 +90,7 @@ def test_readers_never_see_half_a_transaction(gm: GraphMemory) -> None:
             reader.join(30)
     assert seen, "the readers read nothing"
     assert all(n % BATCH == 0 for n in seen), sorted(set(seen))
-    assert gm.store.memory_count() == 30 * BATCH
+    assert gm.store.memories.count() == 30 * BATCH
 
 
 WRITER = textwrap.dedent("""
@@ -126,15 +126,15 @@ def test_kill_9_during_writes_reopens_consistent(tmp_path: Path, batch: int) -> 
     writer.wait(30)
     assert acknowledged >= 2, writer.stderr.read() if writer.stderr else ""
     with open_store(home, embedder=HashEmbedder(), extract_on_write=False) as gm:
-        total = gm.store.memory_count()
+        total = gm.store.memories.count()
         assert total % batch == 0 and total >= (acknowledged + 1) * batch
         assert gm.stats().missing_vectors == 0
         gm.remember("the store takes writes again")
-        assert gm.store.memory_count() == total + 1
+        assert gm.store.memories.count() == total + 1
 
 
 def test_a_store_of_another_engine_is_refused(gm: GraphMemory, store_path: Path) -> None:
-    other = engines.LADYBUG if gm.store.engine is engines.KUZU else engines.KUZU
+    other = engines.LADYBUG if gm.store.conn.engine is engines.KUZU else engines.KUZU
     gm.close()
     with pytest.raises(StorageError, match=f"not {other.name}"):
         open_store(store_path, embedder=HashEmbedder(), engine=other.name)

@@ -24,7 +24,7 @@ from graphmem.passages import passages
 from graphmem.process import pid_alive
 from graphmem.service import GraphMemory
 from graphmem.settings import Settings, load_settings
-from graphmem.storage.pending import CHUNK_EXTRACT, EXTRACT, PASSAGES
+from graphmem.storage.protocols import CHUNK_EXTRACT, EXTRACT, PASSAGES
 
 
 def test_kill_9_during_import_loses_no_acknowledged_write(tmp_path: Path) -> None:
@@ -71,7 +71,7 @@ def test_kill_9_during_import_loses_no_acknowledged_write(tmp_path: Path) -> Non
     with GraphMemory(settings, embedder=HashEmbedder()) as gm:
         status = gm.db_status()
         assert not status.pending
-        present = gm.store.existing_ids(acknowledged)
+        present = gm.store.memories.existing_ids(acknowledged)
         assert len(present) == len(acknowledged)
         sample = gm.get(acknowledged[-1])
         assert sample.content.startswith("imported note")
@@ -110,19 +110,21 @@ def _checked_after_kill(settings: Settings, ids: list[str], multi: set[str]) -> 
     ones (docs/operations.md#crash-safety), and whoever reads such rows drops them."""
     with GraphMemory(settings, embedder=HashEmbedder(), extract_in_background=False) as gm:
         assert not gm.db_status().pending
-        present = [r[0] for r in gm.store.read("MATCH (m:Memory) RETURN m.id")]
+        present = [r[0] for r in gm.store.conn.read("MATCH (m:Memory) RETURN m.id")]
         assert len(present) == len(set(present))
         assert set(present) == set(ids[: len(present)])
-        unextracted = gm.store.read("MATCH (m:Memory) WHERE m.extracted_by IS NULL RETURN m.id")
+        unextracted = gm.store.conn.read(
+            "MATCH (m:Memory) WHERE m.extracted_by IS NULL RETURN m.id"
+        )
         in_flight = set(ids[len(present) : len(present) + IMPORT_BATCH])
-        have = gm.store.passage_owners(gm.embedder.space)
+        have = gm.store.vectors.passage_owners(gm.embedder.space)
         waiting = {
             EXTRACT: {r[0] for r in unextracted},
             PASSAGES: multi.intersection(present) - have,
         }
         assert have <= multi
         for work, expected in waiting.items():
-            recorded = set(gm.store.pending_items(work))
+            recorded = set(gm.store.pending.items(work))
             assert recorded.intersection(present) == expected, work
             assert recorded.difference(present) <= in_flight, work
         return len(present)
@@ -205,10 +207,10 @@ def _kill_import_rounds(tmp_path: Path, lines: int, kills: int, *, seed: int = 0
             gm.schedule_pending_extraction()
             gm.schedule_pending_passages()
             assert gm.wait_for_extraction(timeout=900) and gm.wait_for_passages(timeout=900)
-            assert gm.store.pending_counts() == {EXTRACT: 0, PASSAGES: 0, CHUNK_EXTRACT: 0}
-            assert gm.store.count_pending_extraction(context=None, include_done=False) == 0
-            assert gm.store.passage_owners(gm.embedder.space) == multi
-            assert gm.store.memory_count() == lines
+            assert gm.store.pending.counts() == {EXTRACT: 0, PASSAGES: 0, CHUNK_EXTRACT: 0}
+            assert gm.store.entities.count_pending_extraction(context=None, include_done=False) == 0
+            assert gm.store.vectors.passage_owners(gm.embedder.space) == multi
+            assert gm.store.memories.count() == lines
     finally:
         for pid in started:
             with contextlib.suppress(ProcessLookupError):

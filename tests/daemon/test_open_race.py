@@ -21,7 +21,7 @@ OPEN_WRITE_CLOSE = """
 import sys
 from pathlib import Path
 from graphmem.errors import StoreLocked
-from graphmem.storage.connection import KuzuConnection
+from graphmem.storage.kuzu.connection import KuzuConnection
 
 home, who, times = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 done = 0
@@ -53,7 +53,7 @@ def child_env(home: Path) -> dict[str, str]:
 
 
 def test_processes_opening_and_closing_one_store_in_a_loop_never_fail(tmp_path: Path) -> None:
-    """Without the open lock (storage.connection), opens failed here on a graph.kuzu.shadow or
+    """Without the open lock (storage.locking), opens failed here on a graph.kuzu.shadow or
     .wal that a closing process had just removed, in every one of three runs."""
     home = tmp_path / "store"
     home.mkdir()
@@ -73,7 +73,7 @@ def test_processes_opening_and_closing_one_store_in_a_loop_never_fail(tmp_path: 
         for proc in procs:
             proc.kill()
     assert [proc.returncode for proc in procs] == [0, 0, 0], [err for _, err in results]
-    from graphmem.storage.connection import KuzuConnection
+    from graphmem.storage.kuzu.connection import KuzuConnection
 
     store = KuzuConnection.open(home)
     try:

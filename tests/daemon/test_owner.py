@@ -40,8 +40,8 @@ from graphmem.steward.models import (
     SweepReport,
     UndoReport,
 )
-from graphmem.storage import connection
-from graphmem.storage.pending import PASSAGES
+from graphmem.storage.kuzu import connection
+from graphmem.storage.protocols import PASSAGES
 
 
 def wait_for(predicate, timeout: float = 15.0) -> bool:  # type: ignore[no-untyped-def]
@@ -394,8 +394,8 @@ def test_the_owner_stays_up_until_an_imports_passages_are_embedded(
     thread.join(timeout=15)
     assert not thread.is_alive()
     with GraphMemory(settings, embedder=HashEmbedder(), extract_in_background=False) as again:
-        assert len(again.store.passage_owners(again.embedder.space)) == 1
-        assert again.store.pending_items(PASSAGES) == []
+        assert len(again.store.vectors.passage_owners(again.embedder.space)) == 1
+        assert again.store.pending.items(PASSAGES) == []
 
 
 # -- the owner as a real background process ---------------------------------------------------

@@ -20,7 +20,7 @@ from graphmem.foreground import BACKGROUND_NICE
 from graphmem.graph import background, indexer
 from graphmem.service import GraphMemory, open_store
 from graphmem.settings import load_settings
-from graphmem.storage.pending import EXTRACT, PASSAGES
+from graphmem.storage.protocols import EXTRACT, PASSAGES
 
 
 class Events:
@@ -77,7 +77,7 @@ def test_extraction_of_a_backlog_looks_at_the_requests_between_small_slices(
         assert gm.schedule_pending_extraction() == 30
         assert gm.wait_for_extraction(timeout=60)
 
-        assert gm.store.pending_counts()[EXTRACT] == 0
+        assert gm.store.pending.counts()[EXTRACT] == 0
         assert "redis" in {e.name.lower() for e in gm.list_entities(limit=50).entities}
     assert sum(events.slices()) == 30
     assert max(events.slices()) <= indexer.PAUSE_SLICE
@@ -105,8 +105,8 @@ def test_the_passage_worker_embeds_in_slices_with_a_look_at_the_requests_before_
         assert gm.import_jsonl([json.dumps(n) for n in notes]).passages_pending == 20
         assert gm.wait_for_passages(timeout=60)
 
-        assert gm.store.pending_items(PASSAGES) == []
-        assert len(gm.store.passage_owners(embedder.space)) == 20
+        assert gm.store.pending.items(PASSAGES) == []
+        assert len(gm.store.vectors.passage_owners(embedder.space)) == 20
     assert sum(events.slices()) == 60  # three sentences a note
     assert max(events.slices()) <= passage_work.PAUSE_SLICE
     assert _each_slice_follows_a_pause(events)

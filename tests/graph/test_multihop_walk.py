@@ -39,20 +39,28 @@ def _index(
     )
 
 
-class _Store:
-    """What the walk reads of a store: its entity index and (here, no) sessions."""
-
+class _Entities:
     def __init__(self, index: EntityIndex) -> None:
-        self.index = index
+        self.built = index
 
-    def entity_index(self, *, while_extracting: bool = False) -> EntityIndex:
-        return self.index
+    def index(self, *, while_extracting: bool = False) -> EntityIndex:
+        return self.built
 
+
+class _Memories:
     def session_ids(self, ids: Sequence[str]) -> dict[str, str]:
         return {}
 
     def session_order(self, sessions: Sequence[str]) -> dict[str, list[str]]:
         return {}
+
+
+class _Store:
+    """What the walk reads of a store: its entity index and (here, no) sessions."""
+
+    def __init__(self, index: EntityIndex) -> None:
+        self.entities = _Entities(index)
+        self.memories = _Memories()
 
 
 def _plain_walk(

@@ -13,10 +13,10 @@ from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound
 from graphmem.graph import multihop
 from graphmem.graph.multihop import Subgraph
+from graphmem.indexes import search_state
 from graphmem.recall.query import asked_labels
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
-from graphmem.storage import entity_reads
 
 HISTORY = [
     {"content": "The billing migration caused an index lock on the orders table.",
@@ -50,7 +50,7 @@ def test_writes_are_extracted_in_the_background(live: GraphMemory) -> None:
     live.remember_many(HISTORY)
     assert live.wait_for_extraction(timeout=60)
     assert {"index lock", "rollback runbook", "redis", "checkout-service"} <= _entity_ids(live)
-    assert live.store.pending_extraction_ids() == []
+    assert live.store.entities.pending_extraction_ids() == []
 
 
 def test_memories_written_inside_a_transaction_are_extracted_once_it_commits(
@@ -60,7 +60,7 @@ def test_memories_written_inside_a_transaction_are_extracted_once_it_commits(
         "Checkout work.\n- We decided to run checkout-service on Redis 7", dry_run=False
     )
     assert live.wait_for_extraction(timeout=60)
-    assert live.store.pending_extraction_ids() == []  # the session's summary too
+    assert live.store.entities.pending_extraction_ids() == []  # the session's summary too
     assert live.stats().backlog == {"extraction": 0, "chunks": 0}
 
 
@@ -68,7 +68,7 @@ def test_a_one_shot_store_leaves_memories_pending_and_the_backfill_catches_up(
     oneshot: GraphMemory,
 ) -> None:
     oneshot.remember_many(HISTORY)
-    assert len(oneshot.store.pending_extraction_ids()) == len(HISTORY)
+    assert len(oneshot.store.entities.pending_extraction_ids()) == len(HISTORY)
     report = oneshot.index_triples(batch_size=2)
     assert report.memories == len(HISTORY) and report.remaining == 0
     assert report.entities >= 8 and report.facts >= 2
@@ -121,7 +121,7 @@ def test_editing_a_memory_replaces_what_was_extracted_from_it(oneshot: GraphMemo
     oneshot.index_triples()
     oneshot.update(memory.id, content="The checkout-service depends on Memcached.")
     oneshot.index_triples()
-    mentioned = {e for _, e, _ in oneshot.store.mentions_of([memory.id])}
+    mentioned = {e for _, e, _ in oneshot.store.entities.mentions_of([memory.id])}
     assert "memcached" in mentioned and "redis" not in mentioned
 
 
@@ -246,23 +246,25 @@ def test_the_answer_hop_reads_live_memories_only_up_to_its_limit(
 
     def things(limit: int = 100) -> set[str]:
         if indexed:
-            store.entity_index()
-        assert (store.fresh_entity_index() is not None) == indexed
-        return {row[0] for row in store.things_mentioned_with(["tim"], labels, limit=limit)}
+            store.entities.index()
+        assert (store.entities.fresh_index() is not None) == indexed
+        return {
+            row[0] for row in store.entities.things_mentioned_with(["tim"], labels, limit=limit)
+        }
 
     def facts() -> set[str]:
-        return {row[0] for row in store.facts_of_people(["tim"], ["read"], limit=100)}
+        return {row[0] for row in store.entities.facts_of_people(["tim"], ["read"], limit=100)}
 
     assert things() == {stored[2].id, stored[5].id}
     assert facts() == {stored[1].id}
-    assert store.resolve_known(["tim", "nobody"]) == {"tim": "tim"}
-    store.set_fields(stored[2].id, {"lifecycle": "archived"})
-    store.set_fields(stored[1].id, {"lifecycle": "archived"})
+    assert store.entities.resolve_known(["tim", "nobody"]) == {"tim": "tim"}
+    store.knowledge.set_fields(stored[2].id, {"lifecycle": "archived"})
+    store.knowledge.set_fields(stored[1].id, {"lifecycle": "archived"})
     assert things() == {stored[5].id}
     assert facts() == set()
     assert len(things(limit=1)) == 1
     # only a person's memories: Tim is one, "Dune" is not
-    assert store.things_mentioned_with(["dune"], labels, limit=100) == []
+    assert store.entities.things_mentioned_with(["dune"], labels, limit=100) == []
 
 
 def test_a_walk_takes_an_index_read_moments_ago_while_extraction_is_behind(
@@ -271,19 +273,19 @@ def test_a_walk_takes_an_index_read_moments_ago_while_extraction_is_behind(
     oneshot.remember_many([{"content": f"{who}: {text}"} for who, text in CHAT])
     store = oneshot.store
     oneshot.index_triples(limit=3)
-    first = store.entity_index()
+    first = store.entities.index()
 
     oneshot.index_triples(limit=2)  # the graph changed, and memories still wait
-    assert store.entity_index(while_extracting=True) is first
-    assert store.fresh_entity_index() is None  # the answer hop asks the store meanwhile
-    monkeypatch.setattr(entity_reads, "REUSE_SECONDS", 0.0)
-    second = store.entity_index(while_extracting=True)  # too old: read again
+    assert store.entities.index(while_extracting=True) is first
+    assert store.entities.fresh_index() is None  # the answer hop asks the store meanwhile
+    monkeypatch.setattr(search_state, "REUSE_SECONDS", 0.0)
+    second = store.entities.index(while_extracting=True)  # too old: read again
     assert second is not first
 
-    monkeypatch.setattr(entity_reads, "REUSE_SECONDS", 60.0)
+    monkeypatch.setattr(search_state, "REUSE_SECONDS", 60.0)
     oneshot.index_triples()  # nothing waits: a walk sees everything extracted
-    assert store.entity_index(while_extracting=True) is not second
-    assert store.fresh_entity_index() is not None
+    assert store.entities.index(while_extracting=True) is not second
+    assert store.entities.fresh_index() is not None
 
 
 def test_a_kind_too_common_to_reach_by_still_marks_what_recall_gathered(
@@ -332,7 +334,7 @@ def test_memory_graph_shows_a_memorys_citations_entities_facts_and_neighbours(
     gone = gm.remember("The checkout-service once ran on a single VM")
     gm.index_triples()
     gm.mark_outdated(old.id, reason="moved to Valkey", superseded_by=new.id)
-    gm.store.set_fields(gone.id, {"lifecycle": "archived"})
+    gm.store.knowledge.set_fields(gone.id, {"lifecycle": "archived"})
     (gm.settings.home.parent / "cart.md").write_text("# Carts\n", encoding="utf-8")
     gm.cite_source(new.id, "cart.md")
 

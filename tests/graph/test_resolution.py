@@ -28,7 +28,7 @@ def _index(oneshot: GraphMemory, *notes: str, batch_size: int = 256) -> None:
 def _entity(oneshot: GraphMemory, name: str) -> str | None:
     """The entity a name resolves to, as a later note naming it would find it."""
     norm = normalise(name)
-    return oneshot.store.resolve_norms([norm]).get(norm)
+    return oneshot.store.entities.resolve_norms([norm]).get(norm)
 
 
 def _memories_naming(oneshot: GraphMemory, entity: str) -> int:
@@ -79,7 +79,7 @@ def test_a_possessive_names_the_owned_thing_and_links_it_to_its_owner(oneshot: G
     assert not [e.id for e in oneshot.list_entities(limit=500).entities if "'s" in e.id]
     sqlc = _entity(oneshot, "sqlc")
     assert sqlc is not None
-    assert (sqlc, "has", statement) in {f[:3] for f in oneshot.store.facts_between([sqlc])}
+    assert (sqlc, "has", statement) in {f[:3] for f in oneshot.store.entities.facts_between([sqlc])}
 
 
 def test_an_app_built_with_a_framework_is_not_the_framework(oneshot: GraphMemory) -> None:

@@ -52,12 +52,12 @@ def test_filters_and_sessions_read_from_the_columns_agree_with_the_store(gm: Gra
     other = gm.remember("kafka elsewhere", session_id="s2", kind="note")
     gm.recall("kafka")
 
-    assert gm.store.session_order(["s1", "s2"]) == {
+    assert gm.store.memories.session_order(["s1", "s2"]) == {
         "s1": [first.id, second.id],
         "s2": [other.id],
     }
-    assert gm.store.matching_ids(MemoryFilter(kind="note")) == {first.id, other.id}
-    assert not gm.store.has_archived()
+    assert gm.store.memories.matching_ids(MemoryFilter(kind="note")) == {first.id, other.id}
+    assert not gm.store.memories.has_archived()
 
 
 def test_rows_rewritten_after_loading_leave_their_old_values_behind(gm: GraphMemory) -> None:
@@ -66,16 +66,19 @@ def test_rows_rewritten_after_loading_leave_their_old_values_behind(gm: GraphMem
     folded = gm.remember("kafka broker disk is full", session_id="s1", kind="note")
     gm.merge_duplicates(stays.id, [folded.id])  # archived before the columns load
     gm.recall("kafka")
-    assert gm.store.has_archived()
+    assert gm.store.memories.has_archived()
 
     gm.update(moved.id, kind="incident")
     gm.cypher(f"MATCH (m:Memory {{id: '{moved.id}'}}) SET m.session_id = 's2'", write=True)
     gm.cypher(f"MATCH (m:Memory {{id: '{folded.id}'}}) SET m.lifecycle = 'active'", write=True)
 
-    assert gm.store.session_order(["s1", "s2"]) == {"s1": [stays.id, folded.id], "s2": [moved.id]}
-    assert gm.store.matching_ids(MemoryFilter(kind="note")) == {stays.id, folded.id}
-    assert gm.store.matching_ids(MemoryFilter(kind="incident")) == {moved.id}
-    assert not gm.store.has_archived()
+    assert gm.store.memories.session_order(["s1", "s2"]) == {
+        "s1": [stays.id, folded.id],
+        "s2": [moved.id],
+    }
+    assert gm.store.memories.matching_ids(MemoryFilter(kind="note")) == {stays.id, folded.id}
+    assert gm.store.memories.matching_ids(MemoryFilter(kind="incident")) == {moved.id}
+    assert not gm.store.memories.has_archived()
 
 
 def test_speakers_are_the_names_that_open_conversation_turns(gm: GraphMemory) -> None:
@@ -86,4 +89,4 @@ def test_speakers_are_the_names_that_open_conversation_turns(gm: GraphMemory) ->
     gm.remember("Melanie: pottery is my therapy.")
     gm.remember("A note that mentions Jon: not at its start")
 
-    assert gm.store.speakers() == {"caroline", "melanie"}
+    assert gm.store.memories.speakers() == {"caroline", "melanie"}

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graphmem.indexes import search_state
 from graphmem.indexes.search_cache import CACHE_DIR, MANIFEST
 from graphmem.service import GraphMemory
-from graphmem.storage import memories
 
 NOTES = [
     "the ledger service returned 502 after release v2",
@@ -24,7 +24,7 @@ NOTES = [
 
 @pytest.fixture(autouse=True)
 def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(memories, "MIN_MEMORIES", 3)
+    monkeypatch.setattr(search_state, "MIN_MEMORIES", 3)
 
 
 def _ranked(gm: GraphMemory, query: str, recipe: str = "hybrid") -> list[str]:
@@ -47,9 +47,9 @@ def test_a_reopened_store_answers_from_the_saved_structures_with_the_same_rankin
     again = reopen()
 
     assert {q: _ranked(again, q) for q in before} == before
-    _, matrix = again.store.vectors(again.embedder.space)
+    _, matrix = again.store.vectors.matrix(again.embedder.space)
     assert isinstance(matrix.base, np.memmap)  # read from the saved file, not from Kùzu
-    assert not again.store._search_unsaved
+    assert not again.store.search.unsaved
 
 
 def test_a_write_by_a_later_process_makes_the_saved_files_stale(
@@ -63,7 +63,7 @@ def test_a_write_by_a_later_process_makes_the_saved_files_stale(
     reader = reopen()
 
     assert _ranked(reader, "zookeeper zebra", recipe="bm25") == [added.id]
-    assert added.id in reader.store.vector_ids(reader.embedder.space)
+    assert added.id in reader.store.vectors.ids(reader.embedder.space)
 
 
 def test_a_write_through_cypher_makes_the_saved_files_stale(
@@ -95,7 +95,7 @@ def test_damaged_files_are_ignored(
 def test_a_small_store_saves_nothing(
     gm: GraphMemory, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memories, "MIN_MEMORIES", 1000)
+    monkeypatch.setattr(search_state, "MIN_MEMORIES", 1000)
     _warm_and_close(gm)
     assert not (store_path / CACHE_DIR).exists()
 
@@ -107,14 +107,16 @@ def test_passages_are_saved_and_found_again_after_reopening(
     gm.remember_many([{"content": text} for text in NOTES])
     space = gm.embedder.space
     query = gm.embedder.embed_query("ledger 502")
-    before = gm.store.passage_scores(space, query, [long.id])
+    before = gm.store.vectors.passage_scores(space, query, [long.id])
     gm.recall("ledger 502")  # loads the passages, so that closing saves them
     gm.close()
 
     again = reopen()
-    after = again.store.passage_scores(space, query, [long.id])
+    after = again.store.vectors.passage_scores(space, query, [long.id])
     assert after[long.id].best == pytest.approx(before[long.id].best)
     assert after[long.id].total == before[long.id].total == 2
-    assert again.store.nearest_passages(space, query, 1) == [long.id]
-    rows = again.store._load(f"Psg_{space.name}", space.dim).rows.view(space.dim)
+    assert again.store.vectors.nearest_passages(space, query, 1) == [long.id]
+    rows = again.store.search.read_matrix(
+        f"Psg_{space.name}", space.dim, lambda m: m.rows.view(space.dim)
+    )
     assert isinstance(rows.base, np.memmap)  # read from the saved file, not from Kùzu

@@ -67,7 +67,7 @@ def shelves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shelves]:
     gm.verify_entry(ids["failed_check"], method="read the code", status="failed")
     gm.verify_entry(ids["important_verified"], method="checked cron", status="verified")
     gm.verify_entry(ids["important_verified_long_ago"], method="read config", status="verified")
-    gm.store.set_fields(
+    gm.store.knowledge.set_fields(
         ids["important_verified_long_ago"], {"verified_at": utcnow() - timedelta(days=120)}
     )
     gm.promote_to_canonical(ids["canonical_unimportant"], owner="platform")

@@ -28,7 +28,7 @@ NEW = "The payment webhook retry limit is now five attempts"
 def test_a_new_memory_that_matches_best_ranks_first_in_an_aged_store(gm: GraphMemory) -> None:
     long_ago = utcnow() - timedelta(days=200)
     aged = gm.remember_many([{"content": c, "created_at": long_ago} for c in AGED * 5])
-    gm.store.set_layers(
+    gm.store.steward.set_layers(
         [(m.id, ("semantic", "character")[i % 2], long_ago, "up") for i, m in enumerate(aged)]
     )
     new = gm.remember(NEW)
@@ -44,14 +44,14 @@ def test_a_new_memory_that_matches_best_ranks_first_in_an_aged_store(gm: GraphMe
 def test_the_layer_is_never_a_filter(gm: GraphMemory) -> None:
     ids = [gm.remember(f"The build cache lives in bucket number {n}").id for n in range(4)]
     for memory_id, name in zip(ids, ("surface", "episodic", "semantic", "character"), strict=True):
-        gm.store.set_layers([(memory_id, name, utcnow(), "up")])
+        gm.store.steward.set_layers([(memory_id, name, utcnow(), "up")])
     found = {h.memory.id for h in gm.recall("build cache bucket", limit=10).hits}
     assert found == set(ids)
 
 
 def test_a_layer_asked_for_filters_recall_and_list(gm: GraphMemory) -> None:
     ids = [gm.remember(f"The build cache lives in bucket number {n}").id for n in range(3)]
-    gm.store.set_layers([(ids[1], "semantic", utcnow(), "up")])
+    gm.store.steward.set_layers([(ids[1], "semantic", utcnow(), "up")])
     for layer, expected in (("semantic", {ids[1]}), ("surface", {ids[0], ids[2]})):
         found = gm.recall("build cache bucket", limit=10, filters={"layer": layer}).hits
         assert {h.memory.id for h in found} == expected, layer

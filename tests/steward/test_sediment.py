@@ -29,11 +29,11 @@ def place(gm: GraphMemory, memory_id: str, name: str, *, days_ago: float | None 
           by: str | None = "up") -> None:  # fmt: skip
     """Put a memory in a layer, as a cycle `days_ago` would have (None: never moved)."""
     at = None if days_ago is None else utcnow() - timedelta(days=days_ago)
-    gm.store.set_layers([(memory_id, name, at, by if at else None)])
+    gm.store.steward.set_layers([(memory_id, name, at, by if at else None)])
 
 
 def use(gm: GraphMemory, memory_id: str, *, targeted: int = 0, days_ago: float = 0) -> None:
-    gm.store.execute(
+    gm.store.conn.execute(
         "MATCH (m:Memory {id: $id}) SET m.targeted_count = $n, m.access_count = $n, "
         "m.accessed_at = $at",
         {"id": memory_id, "n": targeted, "at": utcnow() - timedelta(days=days_ago)},
@@ -44,7 +44,7 @@ def refer(gm: GraphMemory, memory_id: str, times: int) -> None:
     """Other knowledge points at the memory: decisions that avoid it."""
     for i in range(times):
         decision = gm.remember(f"We chose plan {i} instead", kind="decision").id
-        gm.store.execute(
+        gm.store.conn.execute(
             "MATCH (d:Memory {id: $d}), (x:Memory {id: $x}) CREATE (d)-[:AVOIDS]->(x)",
             {"d": decision, "x": memory_id},
         )
@@ -176,7 +176,7 @@ def test_a_memory_moves_one_layer_a_cycle(gm: GraphMemory) -> None:
 
 def test_only_live_memories_move(gm: GraphMemory) -> None:
     archived = old(gm, "Scratch: try the new runner", 5)
-    gm.store.set_fields(archived, {"lifecycle": "archived"})
+    gm.store.knowledge.set_fields(archived, {"lifecycle": "archived"})
     outdated = old(gm, "The API is on v1", 5)
     gm.mark_outdated(outdated, reason="v2 now")
     checkpoint = old(gm, "Checkpoint: halfway through the upgrade", 5, kind="checkpoint")
@@ -206,7 +206,7 @@ def test_undo_puts_a_cycle_back_but_a_memory_moved_since(gm: GraphMemory) -> Non
     third = old(gm, "Feature work merges to main", 30)
     place(gm, third, "episodic", days_ago=20)
     use(gm, third, targeted=4)
-    before = gm.store.layer_states([first, second, third])
+    before = gm.store.steward.layer_states([first, second, third])
     run = gm.sediment_cycle(dry_run=False)
     assert run.counts == {"surface->episodic": 2, "episodic->semantic": 1}
     gm.promote_sediment(second)
@@ -217,7 +217,7 @@ def test_undo_puts_a_cycle_back_but_a_memory_moved_since(gm: GraphMemory) -> Non
     assert report.skipped == [
         {"audit": report.undone[0], "why": f"{second} moved since: undo it by hand"}
     ]
-    after = gm.store.layer_states([first, third])
+    after = gm.store.steward.layer_states([first, third])
     assert after == {first: before[first], third: before[third]}
     assert layer(gm, second) == "semantic"
     again = gm.steward_undo(run.run or "")
@@ -289,7 +289,7 @@ def test_a_promotion_by_hand_holds_against_disuse_for_the_disuse_period(
     gm.promote_sediment(memory, layer="character")
 
     assert gm.sediment_cycle(dry_run=False).moves == []
-    gm.store.execute(  # the promotion was long ago
+    gm.store.conn.execute(  # the promotion was long ago
         "MATCH (m:Memory {id: $id}) SET m.layer_at = $at",
         {"id": memory, "at": utcnow() - timedelta(days=181)},
     )
@@ -303,7 +303,7 @@ def test_a_demotion_by_hand_is_not_lifted_again_by_the_cycle(gm: GraphMemory) ->
     gm.demote_sediment(memory, layer="surface", note="too specific")
 
     assert gm.sediment_cycle(dry_run=False).moves == []
-    gm.store.execute(
+    gm.store.conn.execute(
         "MATCH (m:Memory {id: $id}) SET m.layer_at = $at",
         {"id": memory, "at": utcnow() - timedelta(days=181)},
     )
@@ -347,7 +347,7 @@ def test_a_cycle_over_many_memories_is_written_in_batches(gm: GraphMemory) -> No
 def test_layer_states_keep_times_exactly(gm: GraphMemory) -> None:
     memory = old(gm, "Times round-trip through the audit", 2)
     gm.sediment_cycle(dry_run=False)
-    (state,) = gm.store.layer_states([memory]).values()
+    (state,) = gm.store.steward.layer_states([memory]).values()
     assert state[0] == "episodic" and isinstance(state[1], datetime) and state[2] == "up"
 
 

@@ -11,7 +11,7 @@ import pytest
 from graphmem.errors import Conflict, InvalidInput, NotFound
 from graphmem.models import utcnow
 from graphmem.service import GraphMemory
-from graphmem.storage.entities import EntityRow, FactRow, Mention, Provenance, fact_id
+from graphmem.storage.protocols import EntityRow, FactRow, Mention, Provenance, fact_id
 
 DEPLOY = "Deploys go through ArgoCD; never kubectl apply to production by hand."
 NIGHTLY = "The nightly deploys of the web app go through {} {} day at noon, then smoke tests run"
@@ -30,7 +30,7 @@ def extract(gm: GraphMemory, memory_id: str, triples: list[tuple[str, str, str]]
     """Facts of a memory, as the extractor would write them."""
     names = sorted({n for s, _, o in triples for n in (s, o)})
     facts = [FactRow(fact_id(s, p, o), s, p, o, s, o, f"{s} {p} {o}", 0.8) for s, p, o in triples]
-    gm.store.write_extraction(
+    gm.store.entities.write_extraction(
         [memory_id], extractor="test",
         entities=[EntityRow(n, n, n, n.replace(" ", ""), "concept") for n in names], aliases={},
         mentions=[Mention(memory_id, n, n) for n in names], facts=facts,
@@ -318,7 +318,7 @@ def test_a_superseded_memory_left_live_is_found(gm: GraphMemory) -> None:
     old = gm.remember("Staging runs 6 nodes", context="infra")
     new = gm.remember("Staging runs 4 nodes", context="infra")
     gm.mark_outdated(old.id, reason="resized", superseded_by=new.id)
-    gm.store.set_fields(old.id, {"lifecycle": "active"})  # what an import or a bug leaves
+    gm.store.knowledge.set_fields(old.id, {"lifecycle": "active"})  # what an import or a bug leaves
 
     (finding,) = gm.steward_run("stale", dry_run=False).findings
 

@@ -21,7 +21,7 @@ OTHER = engines.LADYBUG if engines.DEFAULT is engines.KUZU else engines.KUZU
 
 def test_a_new_store_records_its_engine_and_its_storage_format(gm: GraphMemory) -> None:
     found = json.loads((gm.store.home / engines.RECORD).read_text())
-    engine = gm.store.engine
+    engine = gm.store.conn.engine
     assert found == {
         "engine": engine.name,
         "version": engine.version(),
@@ -35,7 +35,7 @@ def test_a_new_store_records_its_engine_and_its_storage_format(gm: GraphMemory) 
 def test_a_store_asked_for_by_another_engine_is_refused_naming_both(
     gm: GraphMemory, store_path: Path
 ) -> None:
-    engine = gm.store.engine
+    engine = gm.store.conn.engine
     gm.close()
     with pytest.raises(StorageError) as refused:
         open_store(store_path, embedder=HashEmbedder(), engine=OTHER.name)
@@ -43,7 +43,7 @@ def test_a_store_asked_for_by_another_engine_is_refused_naming_both(
     assert f"made by the {engine.name} {engine.version()} engine, not {OTHER.name}" in message
     assert f"graphmem migrate --to {OTHER.name}" in message
     with open_store(store_path, embedder=HashEmbedder()) as again:  # unset: the store's own
-        assert again.store.engine is engine
+        assert again.store.conn.engine is engine
 
 
 def test_a_store_made_before_the_record_is_kuzus(tmp_path: Path) -> None:
@@ -83,12 +83,12 @@ def test_the_cli_refuses_a_store_of_another_engine_without_a_traceback(
     assert "Traceback" not in done.stderr
     error = json.loads(done.stderr)
     assert error["error"] == "storage_error" and OTHER.name in error["message"]
-    env["GRAPHMEM_ENGINE"] = gm.store.engine.name
+    env["GRAPHMEM_ENGINE"] = gm.store.engine_name
     stats = subprocess.run(
         [sys.executable, "-m", "graphmem", "stats", "--json"],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
-    assert json.loads(stats.stdout)["engine"] == gm.store.engine.name
+    assert json.loads(stats.stdout)["engine"] == gm.store.engine_name
 
 
 def test_one_process_cannot_load_both_engines_and_says_so(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ class _Reads:
         self.count = 0
         self.armed = False
         store = oneshot.store
-        read, scan = store._read_entity_index, store.read_arrow
+        read, scan = store.search.read_entity_index, store.conn.read_arrow
 
         def counted() -> EntityIndex:
             self.count += 1
@@ -55,8 +55,8 @@ class _Reads:
                 oneshot.index_triples(limit=1)
             return table
 
-        monkeypatch.setattr(store, "_read_entity_index", counted)
-        monkeypatch.setattr(store, "read_arrow", scanned)
+        monkeypatch.setattr(store.search, "read_entity_index", counted)
+        monkeypatch.setattr(store.conn, "read_arrow", scanned)
 
 
 def test_new_memories_extracted_are_taken_in_without_reading_the_graph(
@@ -66,17 +66,17 @@ def test_new_memories_extracted_are_taken_in_without_reading_the_graph(
     stored = oneshot.remember_many([{"content": c} for c in CHAT])
     oneshot.index_triples(limit=2)
     store = oneshot.store
-    first = store.entity_index()
+    first = store.entities.index()
     assert reads.count == 1
 
     oneshot.index_triples(limit=2)
     oneshot.index_triples()
-    taken = store.entity_index()
+    taken = store.entities.index()
 
     assert reads.count == 1 and taken is not first
-    assert _seen(taken) == _seen(store._read_entity_index())
+    assert _seen(taken) == _seen(store.search.read_entity_index())
     assert set(taken.memory_ids) >= {m.id for m in stored[2:]}
-    assert store.fresh_entity_index() is taken
+    assert store.entities.fresh_index() is taken
     hits = {h.memory.id for h in oneshot.recall_multihop("What did Ann read in Paris?").hits}
     assert stored[3].id in hits
 
@@ -88,22 +88,22 @@ def test_a_delete_a_reextraction_or_a_cypher_write_reads_the_graph_again(
     stored = oneshot.remember_many([{"content": c} for c in CHAT])
     oneshot.index_triples()
     store = oneshot.store
-    store.entity_index()
+    store.entities.index()
 
     oneshot.delete(stored[1].id)
-    index = store.entity_index()
+    index = store.entities.index()
     assert reads.count == 2 and stored[1].id not in index.memory_ids
 
     oneshot.update(stored[0].id, content="Tim: Finally finished Dune on the train to Rome.")
     oneshot.index_triples()  # its old mentions and facts go: not a change the index can take in
-    index = store.entity_index()
+    index = store.entities.index()
     assert reads.count == 3
     assert "paris" not in index.entities_named_by(stored[0].id)
 
     oneshot.cypher("MATCH (e:Entity {id: 'tim'}) SET e.label = 'place'", write=True)
-    index = store.entity_index()
+    index = store.entities.index()
     assert reads.count == 4 and index.labels["tim"] == "place"
-    assert _seen(index) == _seen(store._read_entity_index())
+    assert _seen(index) == _seen(store.search.read_entity_index())
 
 
 def test_a_commit_during_the_read_is_not_taken_in_twice(
@@ -114,10 +114,10 @@ def test_a_commit_during_the_read_is_not_taken_in_twice(
     oneshot.index_triples(limit=2)
     store = oneshot.store
     reads.armed = True
-    store.entity_index()  # holds some of what was extracted meanwhile: the mentions not
+    store.entities.index()  # holds some of what was extracted meanwhile: the mentions not
 
     oneshot.index_triples()
-    index = store.entity_index()
+    index = store.entities.index()
 
     assert reads.count == 2  # so it is read again rather than taking the changes in
-    assert _seen(index) == _seen(store._read_entity_index())
+    assert _seen(index) == _seen(store.search.read_entity_index())

@@ -13,7 +13,7 @@ from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import SchemaError
 from graphmem.service import GraphMemory, open_store
 from graphmem.storage import engines
-from graphmem.storage.connection import KuzuConnection
+from graphmem.storage.kuzu.connection import KuzuConnection
 
 
 def test_shipped_migrations_start_at_0001_core_and_are_ordered() -> None:
@@ -61,7 +61,7 @@ def test_a_new_store_never_makes_the_index_a_later_migration_drops(
 def test_upgrading_a_store_with_the_old_full_text_index_drops_it_and_keeps_keyword_search(
     gm: GraphMemory, reopen: Callable[..., GraphMemory]
 ) -> None:
-    if gm.store.engine is not engines.KUZU:  # its stores never had the index
+    if gm.store.conn.engine is not engines.KUZU:  # its stores never had the index
         pytest.skip("only Kùzu stores made before migration 4 have Kùzu's full-text index")
     memory = gm.remember("the ledger service returned 502 after release v2")
     # the store as version 3 left it: Kùzu's index present, migration 4 not applied

@@ -13,13 +13,14 @@ import pytest
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import StorageError
+from graphmem.indexes.changes import MemoriesWritten
 from graphmem.models import utcnow
 from graphmem.passage_work import PASSAGES_PENDING
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
-from graphmem.storage.entities import EntityRow, Mention
-from graphmem.storage.pending import CHUNK_EXTRACT, EXTRACT, PASSAGES
-from graphmem.storage.vectors import COPY_MIN_ROWS
+from graphmem.storage.kuzu import entities as kuzu_entities
+from graphmem.storage.kuzu.vectors import COPY_MIN_ROWS
+from graphmem.storage.protocols import CHUNK_EXTRACT, EXTRACT, PASSAGES, EntityRow, Mention
 
 NOTES = [
     {"content": f"Service {i} timed out. The pool was too small. We raised it to {i}."}
@@ -43,7 +44,7 @@ def oneshot(tmp_path: Path) -> Iterator[GraphMemory]:
 
 
 def _extracted(gm: GraphMemory, memory_id: str) -> None:
-    gm.store.write_extraction(
+    gm.store.entities.write_extraction(
         [memory_id], extractor="test", entities=[EntityRow("redis", "Redis", "redis", "redis",
         "product")], aliases={}, mentions=[Mention(memory_id, "redis", "Redis")], facts=[],
         provenance=[], at=utcnow(),
@@ -55,9 +56,23 @@ def test_a_stored_memory_waits_for_extraction_until_its_entities_are_written(
 ) -> None:
     first, second = oneshot.remember_many([{"content": "uses redis"}, {"content": "uses kafka"}])
 
-    assert oneshot.store.pending_items(EXTRACT) == [first.id, second.id]
+    assert oneshot.store.pending.items(EXTRACT) == [first.id, second.id]
     _extracted(oneshot, first.id)
-    assert oneshot.store.pending_items(EXTRACT) == [second.id]
+    assert oneshot.store.pending.items(EXTRACT) == [second.id]
+
+
+def _fail_when_memories_are_written(
+    gm: GraphMemory, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    """The last step of a write of memories (its change event) fails: the write rolls back."""
+    emit = gm.store.conn.emit
+
+    def failing(change: Any) -> None:
+        if isinstance(change, MemoriesWritten):
+            raise StorageError(why)
+        emit(change)
+
+    monkeypatch.setattr(gm.store.conn, "emit", failing)
 
 
 def test_an_extraction_that_fails_to_commit_leaves_the_memory_waiting(
@@ -68,22 +83,19 @@ def test_an_extraction_that_fails_to_commit_leaves_the_memory_waiting(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise StorageError("disk full")
 
-    monkeypatch.setattr(oneshot.store, "_put_entities", broken)
+    monkeypatch.setattr(kuzu_entities, "put_entities", broken)
     with pytest.raises(StorageError):
         _extracted(oneshot, memory.id)
-    assert oneshot.store.pending_items(EXTRACT) == [memory.id]
+    assert oneshot.store.pending.items(EXTRACT) == [memory.id]
 
 
 def test_a_write_that_rolls_back_leaves_no_work_behind(
     oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise StorageError("disk full")
-
-    monkeypatch.setattr(oneshot.store, "_rows_written", broken)
+    _fail_when_memories_are_written(oneshot, monkeypatch, "disk full")
     with pytest.raises(StorageError):
         oneshot.remember_many([{"content": f"never stored {i}"} for i in range(3)])
-    assert oneshot.store.pending_counts() == {EXTRACT: 0, PASSAGES: 0, CHUNK_EXTRACT: 0}
+    assert oneshot.store.pending.counts() == {EXTRACT: 0, PASSAGES: 0, CHUNK_EXTRACT: 0}
 
 
 def test_editing_the_text_makes_a_memory_wait_again_and_deleting_it_drops_its_work(
@@ -93,9 +105,9 @@ def test_editing_the_text_makes_a_memory_wait_again_and_deleting_it_drops_its_wo
     _extracted(oneshot, memory.id)
 
     oneshot.update(memory.id, content="uses redis and kafka")
-    assert oneshot.store.pending_items(EXTRACT) == [memory.id]
+    assert oneshot.store.pending.items(EXTRACT) == [memory.id]
     oneshot.delete(memory.id)
-    assert oneshot.store.pending_items(EXTRACT) == []
+    assert oneshot.store.pending.items(EXTRACT) == []
 
 
 def test_an_imports_deferred_passages_wait_with_its_memories_and_the_worker_clears_them(
@@ -105,9 +117,9 @@ def test_an_imports_deferred_passages_wait_with_its_memories_and_the_worker_clea
         report = gm.import_jsonl([json.dumps(n) for n in [*NOTES, {"content": "one sentence"}]])
         assert report.passages_pending == 5
         assert gm.wait_for_passages(timeout=30)
-        assert gm.store.pending_items(PASSAGES) == []
-        assert len(gm.store.passage_owners(gm.embedder.space)) == 5
-        assert len(gm.store.pending_items(EXTRACT)) == 6  # imports leave extraction to a start
+        assert gm.store.pending.items(PASSAGES) == []
+        assert len(gm.store.vectors.passage_owners(gm.embedder.space)) == 5
+        assert len(gm.store.pending.items(EXTRACT)) == 6  # imports leave extraction to a start
 
 
 def test_a_start_reads_what_is_left_from_the_pending_table_alone(
@@ -117,20 +129,20 @@ def test_a_start_reads_what_is_left_from_the_pending_table_alone(
     with _open(path, background=True) as gm:
         monkeypatch.setattr(gm.passages.jobs, "submit", lambda job: None)  # the worker died
         gm.import_jsonl([json.dumps(n) for n in NOTES])
-        waiting = gm.store.pending_items(PASSAGES)
+        waiting = gm.store.pending.items(PASSAGES)
         assert len(waiting) == 5
     monkeypatch.undo()
 
     with _open(path, background=True, extract=True) as again:
         queries: list[str] = []
         for name in ("read", "read_tuples", "execute"):
-            method = getattr(again.store, name)
+            method = getattr(again.store.conn, name)
 
             def spy(query: str, *args: Any, _method: Callable[..., Any] = method) -> Any:
                 queries.append(query)
                 return _method(query, *args)
 
-            monkeypatch.setattr(again.store, name, spy)
+            monkeypatch.setattr(again.store.conn, name, spy)
         scheduled: list[list[str]] = []
         monkeypatch.setattr(again._context.extraction, "schedule", scheduled.append)
         monkeypatch.setattr(again._context.extraction, "schedule_chunks", lambda: None)
@@ -141,8 +153,8 @@ def test_a_start_reads_what_is_left_from_the_pending_table_alone(
         assert tables <= {"Pending", "_Meta"}, queries
         monkeypatch.undo()
         assert again.wait_for_passages(timeout=30)
-        assert again.store.pending_items(PASSAGES) == []
-        assert set(again.store.passage_owners(again.embedder.space)) == set(waiting)
+        assert again.store.pending.items(PASSAGES) == []
+        assert set(again.store.vectors.passage_owners(again.embedder.space)) == set(waiting)
 
 
 def test_passages_given_by_an_update_are_not_embedded_again_by_the_worker(
@@ -152,13 +164,16 @@ def test_passages_given_by_an_update_are_not_embedded_again_by_the_worker(
         jobs: list[Callable[[], None]] = []
         monkeypatch.setattr(gm.passages.jobs, "submit", jobs.append)
         gm.import_jsonl([json.dumps(NOTES[0])])
-        (memory_id,) = gm.store.pending_items(PASSAGES)
+        (memory_id,) = gm.store.pending.items(PASSAGES)
         gm.update(memory_id, content="The pool was too small. We raised it to 80.")
-        assert gm.store.pending_items(PASSAGES) == []
+        assert gm.store.pending.items(PASSAGES) == []
 
         jobs[0]()  # the import's job runs late: nothing is left for it to do
 
-        assert gm.store.passage_vectors(gm.embedder.space, [memory_id])[memory_id].shape[0] == 2
+        assert (
+            gm.store.vectors.passage_vectors(gm.embedder.space, [memory_id])[memory_id].shape[0]
+            == 2
+        )
 
 
 def _as_version_11(gm: GraphMemory) -> None:
@@ -181,7 +196,7 @@ def test_upgrading_a_store_records_the_work_the_old_scans_found_once(tmp_path: P
 
     with _open(path) as again:
         assert again.db_status().pending == []
-        assert again.store.pending_items(EXTRACT) == [waiting.id]
+        assert again.store.pending.items(EXTRACT) == [waiting.id]
 
 
 def test_an_imports_flagged_passages_from_before_the_table_are_found_at_the_first_start(
@@ -196,10 +211,10 @@ def test_an_imports_flagged_passages_from_before_the_table_are_found_at_the_firs
     monkeypatch.undo()
 
     with _open(path, background=True) as again:
-        assert again.store.pending_items(PASSAGES) == []
+        assert again.store.pending.items(PASSAGES) == []
         assert again.schedule_pending_passages()
         assert again.wait_for_passages(timeout=30)
-        assert len(again.store.passage_owners(again.embedder.space)) == 5
+        assert len(again.store.vectors.passage_owners(again.embedder.space)) == 5
         assert not again.store.meta_get(PASSAGES_PENDING)
         assert not again.schedule_pending_passages()
 
@@ -215,32 +230,29 @@ def test_document_chunks_wait_for_extraction_until_extracted_or_their_file_goes(
     with _open(project / ".graphmem") as gm:
         gm.index_documents()
         chunks = {r[0] for r in gm.cypher("MATCH (c:Chunk) RETURN c.id", {}).rows}
-        assert set(gm.store.pending_items(CHUNK_EXTRACT)) == chunks
+        assert set(gm.store.pending.items(CHUNK_EXTRACT)) == chunks
 
         runbook.unlink()
         gm.index_documents()
         left = {r[0] for r in gm.cypher("MATCH (c:Chunk) RETURN c.id", {}).rows}
-        assert left < chunks and set(gm.store.pending_items(CHUNK_EXTRACT)) == left
+        assert left < chunks and set(gm.store.pending.items(CHUNK_EXTRACT)) == left
 
         assert gm.index_triples().chunks == len(left)
-        assert gm.store.pending_items(CHUNK_EXTRACT) == []
+        assert gm.store.pending.items(CHUNK_EXTRACT) == []
 
 
 def test_a_batch_to_copy_records_its_work_first_and_rows_of_a_lost_copy_are_dropped_on_read(
     oneshot: GraphMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def lost(*args: Any, **kwargs: Any) -> None:
-        raise StorageError("killed during the COPY's commit")
-
-    monkeypatch.setattr(oneshot.store, "_rows_written", lost)
+    _fail_when_memories_are_written(oneshot, monkeypatch, "killed during the COPY's commit")
     with pytest.raises(StorageError):
         oneshot.remember_many([{"content": f"note {i}"} for i in range(COPY_MIN_ROWS)])
     monkeypatch.undo()
-    recorded = oneshot.store.pending_items(EXTRACT)
+    recorded = oneshot.store.pending.items(EXTRACT)
     assert len(recorded) == COPY_MIN_ROWS and oneshot.stats().total == 0
 
-    assert oneshot.store.texts_for_extraction(recorded[:64]) == []
-    assert len(oneshot.store.pending_items(EXTRACT)) == COPY_MIN_ROWS - 64
+    assert oneshot.store.entities.texts_for_extraction(recorded[:64]) == []
+    assert len(oneshot.store.pending.items(EXTRACT)) == COPY_MIN_ROWS - 64
 
 
 def test_a_memory_deleted_by_a_callers_cypher_leaves_a_row_the_next_read_drops(
@@ -249,14 +261,14 @@ def test_a_memory_deleted_by_a_callers_cypher_leaves_a_row_the_next_read_drops(
     memory = oneshot.remember("uses redis")
     oneshot.cypher("MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": memory.id}, write=True)
 
-    assert oneshot.store.texts_for_extraction([memory.id]) == []
-    assert oneshot.store.pending_items(EXTRACT) == []
+    assert oneshot.store.entities.texts_for_extraction([memory.id]) == []
+    assert oneshot.store.pending.items(EXTRACT) == []
 
 
 def test_only_the_work_on_memories_not_there_is_dropped(oneshot: GraphMemory) -> None:
     memory = oneshot.remember("still there")
     other = "01HKS659000000000000000001"
-    oneshot.store.put_pending(EXTRACT, [other])
+    oneshot.store.pending.put(EXTRACT, [other])
 
-    assert oneshot.store.finish_absent(EXTRACT, [memory.id, other]) == [other]
-    assert oneshot.store.pending_items(EXTRACT) == [memory.id]
+    assert oneshot.store.memories.finish_absent(EXTRACT, [memory.id, other]) == [other]
+    assert oneshot.store.pending.items(EXTRACT) == [memory.id]

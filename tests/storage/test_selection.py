@@ -8,7 +8,7 @@ from graphmem.storage.selection import NOT_ARCHIVED, MemorySelection, Mentions
 
 
 def selected(gm: GraphMemory, selection: MemorySelection, limit: int = 50) -> list[str]:
-    return [m.content for m in gm.store.select_memories(selection, limit=limit)]
+    return [m.content for m in gm.store.memories.select(selection, limit=limit)]
 
 
 def test_every_condition_given_holds_and_the_newest_come_first(gm: GraphMemory) -> None:

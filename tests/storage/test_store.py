@@ -21,8 +21,9 @@ from graphmem.errors import InvalidInput, StorageError, StoreLocked
 from graphmem.models import Memory, utcnow
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
-from graphmem.storage import connection, engines
-from graphmem.storage.connection import HOLDER_FILE
+from graphmem.storage import engines
+from graphmem.storage.kuzu import connection, opening
+from graphmem.storage.locking import HOLDER_FILE
 
 HOLDER = textwrap.dedent(
     """
@@ -144,7 +145,7 @@ def test_a_failed_batch_insert_leaves_no_rows_behind(gm: GraphMemory) -> None:
     ]
     wrong = np.zeros((3, 7), dtype=np.float32)  # not the space's 384 dims
     with pytest.raises(InvalidInput, match="dims"):
-        gm.store.insert_memories(memories, wrong, gm.embedder.space)
+        gm.store.memories.insert(memories, wrong, gm.embedder.space)
     assert gm.stats().total == 0
     assert gm.list().memories == []
     gm.remember("the store still takes writes")
@@ -203,7 +204,7 @@ def test_a_large_batch_commits_while_other_threads_keep_reading(gm: GraphMemory)
 
     def read() -> None:
         gm.recall("queues", limit=3)
-        gm.store.read("MATCH (m:Memory) RETURN m.id, m.content, m.search_text")
+        gm.store.conn.read("MATCH (m:Memory) RETURN m.id, m.content, m.search_text")
 
     with reading_meanwhile(read) as failures:
         for batch in range(3):
@@ -220,13 +221,15 @@ def test_checkpoints_of_a_growing_log_and_of_a_backup_wait_for_reads_in_flight(
     monkeypatch.setattr(connection, "CHECKPOINT_WAL_BYTES", 0)
 
     def read() -> None:
-        gm.store.read("MATCH (m:Memory) WHERE m.content <> $x RETURN count(*)", {"x": ""})
+        gm.store.conn.read("MATCH (m:Memory) WHERE m.content <> $x RETURN count(*)", {"x": ""})
 
     with reading_meanwhile(read) as failures:
         ids = [gm.remember(f"note {i} about the write-ahead log").id for i in range(20)]
         info = gm.backup(tmp_path / "backup")
     assert failures == []
-    assert not (gm.store.home / gm.store.engine.wal_file).exists(), "the last write checkpointed"
+    assert not (gm.store.home / gm.store.conn.engine.wal_file).exists(), (
+        "the last write checkpointed"
+    )
     assert info.memories == 20
     assert gm.stats().total == 20
     assert gm.get(ids[-1]).content == "note 19 about the write-ahead log"
@@ -237,7 +240,7 @@ def test_a_log_left_past_the_threshold_is_checkpointed_after_the_next_commit_not
 ) -> None:
     monkeypatch.setattr(connection, "CHECKPOINT_WAL_BYTES", 1 << 40)
     gm.remember_many([{"content": f"note {i} written while the log grows"} for i in range(3)])
-    wal = gm.store.home / gm.store.engine.wal_file
+    wal = gm.store.home / gm.store.conn.engine.wal_file
     assert wal.stat().st_size > 0
     monkeypatch.setattr(connection, "CHECKPOINT_WAL_BYTES", 0)
     with gm.store.transaction():
@@ -252,21 +255,19 @@ def test_kuzu_page_cache_follows_the_store_size_within_what_kuzu_would_take(
 ) -> None:
     """Kùzu's default page cache is 80% of the machine's memory, set up at every open."""
     engine = engines.DEFAULT
-    assert connection.buffer_pool_bytes(tmp_path, engine) == connection.MIN_BUFFER_POOL
+    assert opening.buffer_pool_bytes(tmp_path, engine) == opening.MIN_BUFFER_POOL
     with open(tmp_path / engine.db_file, "wb") as db:
         db.truncate(600 << 20)  # sparse: the size is what counts
-    assert connection.buffer_pool_bytes(tmp_path, engine) == max(
-        connection.MIN_BUFFER_POOL, 1800 << 20
-    )
+    assert opening.buffer_pool_bytes(tmp_path, engine) == max(opening.MIN_BUFFER_POOL, 1800 << 20)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     with open(tmp_path / engine.db_file, "wb") as db:
         db.truncate(memory)
-    assert connection.buffer_pool_bytes(tmp_path, engine) == 0, "Kùzu's own default, not more"
+    assert opening.buffer_pool_bytes(tmp_path, engine) == 0, "Kùzu's own default, not more"
 
 
 def test_table_names_see_a_table_made_or_dropped_through_cypher(gm: GraphMemory) -> None:
-    assert "Scratch" not in gm.store.table_names()
+    assert "Scratch" not in gm.store.conn.table_names()
     gm.cypher("CREATE NODE TABLE Scratch(id STRING PRIMARY KEY)", write=True)
-    assert "Scratch" in gm.store.table_names()
+    assert "Scratch" in gm.store.conn.table_names()
     gm.cypher("DROP TABLE Scratch", write=True)
-    assert "Scratch" not in gm.store.table_names()
+    assert "Scratch" not in gm.store.conn.table_names()

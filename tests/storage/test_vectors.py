@@ -7,10 +7,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from graphmem.indexes.row_ids import RowIds
+from graphmem.indexes import vectors as matrices
 from graphmem.models import Memory, utcnow
 from graphmem.service import GraphMemory
-from graphmem.storage import vectors
+from graphmem.storage.kuzu import vectors
 
 
 def _fill(gm: GraphMemory, n: int, seed: int = 5) -> np.ndarray:
@@ -25,7 +25,7 @@ def _fill(gm: GraphMemory, n: int, seed: int = 5) -> np.ndarray:
         Memory(id=f"01VEC{i:021d}", content=f"note {i}", created_at=now, updated_at=now)
         for i in range(n)
     ]
-    gm.store.insert_memories(memories, mixed, space)
+    gm.store.memories.insert(memories, mixed, space)
     return mixed
 
 
@@ -36,7 +36,9 @@ def _exact(matrix: np.ndarray, query: np.ndarray, top: int) -> list[str]:
 @pytest.fixture(params=["exact", "projected"])
 def scan(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both ways of scanning: every row exactly, or projected from 500 rows and reranked."""
-    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500 if request.param == "projected" else 10**9)
+    monkeypatch.setattr(
+        matrices, "PROJECT_MIN_ROWS", 500 if request.param == "projected" else 10**9
+    )
 
 
 @pytest.mark.usefixtures("scan")
@@ -44,7 +46,7 @@ def test_nearest_finds_the_exact_top_ten(gm: GraphMemory) -> None:
     matrix = _fill(gm, 3000)
     for query in matrix[:20] + 0.1:
         query = (query / np.linalg.norm(query)).astype(np.float32)
-        got = gm.store.nearest(gm.embedder.space, query, 10)
+        got = gm.store.vectors.nearest(gm.embedder.space, query, 10)
         assert [i for i, _ in got] == _exact(matrix, query, 10)
         assert np.allclose([s for _, s in got], np.sort(matrix @ query)[::-1][:10], atol=1e-5)
 
@@ -52,11 +54,11 @@ def test_nearest_finds_the_exact_top_ten(gm: GraphMemory) -> None:
 def test_a_mask_leaves_rows_out_of_a_projected_scan(
     gm: GraphMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500)
+    monkeypatch.setattr(matrices, "PROJECT_MIN_ROWS", 500)
     matrix = _fill(gm, 2000)
     mask = np.zeros(len(matrix), bool)
     mask[1000:] = True
-    got = gm.store.nearest(gm.embedder.space, matrix[0], 5, mask)
+    got = gm.store.vectors.nearest(gm.embedder.space, matrix[0], 5, mask)
     best = np.argsort(-(matrix[1000:] @ matrix[0]))[:5] + 1000
     assert [i for i, _ in got] == [f"01VEC{i:021d}" for i in best]
 
@@ -64,12 +66,12 @@ def test_a_mask_leaves_rows_out_of_a_projected_scan(
 def test_rows_added_after_the_projection_was_fitted_are_found(
     gm: GraphMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vectors, "PROJECT_MIN_ROWS", 500)
+    monkeypatch.setattr(matrices, "PROJECT_MIN_ROWS", 500)
     matrix = _fill(gm, 1000)
-    gm.store.nearest(gm.embedder.space, matrix[0], 5)  # fits the basis
+    gm.store.vectors.nearest(gm.embedder.space, matrix[0], 5)  # fits the basis
     later = gm.remember("a note stored later")
-    row_ids, full = gm.store.vectors(gm.embedder.space)
-    got = gm.store.nearest(gm.embedder.space, full[row_ids.row(later.id)], 1)
+    row_ids, full = gm.store.vectors.matrix(gm.embedder.space)
+    got = gm.store.vectors.nearest(gm.embedder.space, full[row_ids.row(later.id)], 1)
     assert got[0][0] == later.id
 
 
@@ -79,25 +81,27 @@ def test_deleted_vectors_leave_the_matrix_without_reading_it_again(
 ) -> None:
     matrix = _fill(gm, 1500)
     space = gm.embedder.space
-    gm.store.nearest(space, matrix[0], 5)  # loaded (and the projection fitted)
+    gm.store.vectors.nearest(space, matrix[0], 5)  # loaded (and the projection fitted)
     reads: list[str] = []
-    query_result = gm.store.query_result
+    query_result = gm.store.conn.query_result
     monkeypatch.setattr(
-        gm.store, "query_result", lambda q, *a, **k: reads.append(q) or query_result(q, *a, **k)
+        gm.store.conn,
+        "query_result",
+        lambda q, *a, **k: reads.append(q) or query_result(q, *a, **k),
     )
     gone = [f"01VEC{i:021d}" for i in range(0, 1500, 3)]
-    gm.store.delete_vectors([*gone, "01NOTSTORED0000000000000000"])
+    gm.store.vectors.delete([*gone, "01NOTSTORED0000000000000000"])
 
-    row_ids, left = gm.store.vectors(space)
+    row_ids, left = gm.store.vectors.matrix(space)
     assert len(row_ids) == len(left) == 1000 and not set(gone) & set(row_ids)
     kept = [i for i in range(1500) if i % 3]
     for i in kept[:50]:  # rows and ids still agree
-        assert gm.store.nearest(space, matrix[i], 1)[0][0] == f"01VEC{i:021d}"
+        assert gm.store.vectors.nearest(space, matrix[i], 1)[0][0] == f"01VEC{i:021d}"
     query = matrix[0]  # a deleted row's vector: its neighbours among the rest
-    got = [i for i, _ in gm.store.nearest(space, query, 10)]
+    got = [i for i, _ in gm.store.vectors.nearest(space, query, 10)]
     assert got == [f"01VEC{kept[j]:021d}" for j in np.argsort(-(matrix[kept] @ query))[:10]]
     assert not [q for q in reads if "RETURN v.id, v.vec" in q]
-    assert gm.store.vector_count(space) == 1000  # and Kùzu agrees
+    assert gm.store.vectors.count(space) == 1000  # and Kùzu agrees
 
 
 def test_an_updated_text_is_found_by_its_new_words_and_not_its_old_ones(gm: GraphMemory) -> None:
@@ -105,28 +109,11 @@ def test_an_updated_text_is_found_by_its_new_words_and_not_its_old_ones(gm: Grap
     changed = gm.remember("Deploys freeze on Fridays")
     gm.recall("deploys", limit=5)  # the matrix is loaded
     gm.update(changed.id, content="Payment retries back off exponentially")
-    row_ids, matrix = gm.store.vectors(gm.embedder.space)
+    row_ids, matrix = gm.store.vectors.matrix(gm.embedder.space)
     assert len(row_ids) == len(matrix) == 2 and set(row_ids) == {kept.id, changed.id}
     new_text = gm.embedder.embed_query("Payment retries back off exponentially")
-    assert gm.store.nearest(gm.embedder.space, new_text, 1)[0][0] == changed.id
+    assert gm.store.vectors.nearest(gm.embedder.space, new_text, 1)[0][0] == changed.id
     assert gm.recall("payment retries back off", limit=1).hits[0].memory.id == changed.id
-
-
-def test_appending_rows_never_changes_what_a_reader_already_holds() -> None:
-    rows = vectors._Rows(np.ones((3, 4), np.float32))
-    held = rows.view(4)
-    for i in range(200):  # grows several times, and fills the room it keeps in between
-        rows.extend(np.full((1, 4), i, np.float32))
-    assert held.shape == (3, 4) and (held == 1).all()
-    assert len(rows) == 203 and (rows.view(4)[3:, 0] == np.arange(200)).all()
-
-
-def test_dropping_an_id_with_two_rows_leaves_neither() -> None:
-    matrix = vectors._Matrix(RowIds(["a", "b", "c"]), vectors._Rows(np.eye(3, dtype=np.float32)))
-    matrix.append(["b"], np.full((1, 3), 5, np.float32))  # "b" again, the later row wins
-    assert matrix.drop({"b", "absent"}) and not matrix.drop({"absent"})
-    assert list(matrix.ids) == ["a", "c"]
-    assert matrix.matrix(3).tolist() == [[1, 0, 0], [0, 0, 1]]
 
 
 LONG = (
@@ -145,8 +132,8 @@ def test_a_memory_of_several_sentences_stores_one_vector_per_sentence(gm: GraphM
     short = gm.remember("The billing worker was restarted.")
     rows = gm.cypher(f"MATCH (p:{_passage_table(gm)}) RETURN p.id ORDER BY p.id").rows
     assert [r[0] for r in rows] == [f"{long.id}#{n}" for n in range(4)]
-    assert gm.store.passage_owners(gm.embedder.space) == {long.id}
-    assert short.id not in gm.store.passage_owners(gm.embedder.space)
+    assert gm.store.vectors.passage_owners(gm.embedder.space) == {long.id}
+    assert short.id not in gm.store.vectors.passage_owners(gm.embedder.space)
 
 
 def test_passage_scores_are_each_memorys_best_sentence(gm: GraphMemory) -> None:
@@ -155,12 +142,12 @@ def test_passage_scores_are_each_memorys_best_sentence(gm: GraphMemory) -> None:
     query = gm.embedder.embed_query("billing worker leaks file handles")
     sentence = gm.embedder.embed(["The billing worker leaks file handles after the v3 upgrade."])
     whole = gm.embedder.embed([LONG])
-    found = gm.store.passage_scores(space, query, [long.id, "no-such-memory"])
+    found = gm.store.vectors.passage_scores(space, query, [long.id, "no-such-memory"])
     assert found.keys() == {long.id}
     assert found[long.id].best == pytest.approx(float(sentence[0] @ query), abs=1e-5)
     assert found[long.id].total == 4
     assert found[long.id].best > float(whole[0] @ query)
-    assert gm.store.nearest_passages(space, query, 2) == [long.id]
+    assert gm.store.vectors.nearest_passages(space, query, 2) == [long.id]
 
 
 def test_update_and_delete_replace_and_remove_the_passages(gm: GraphMemory) -> None:
@@ -169,10 +156,10 @@ def test_update_and_delete_replace_and_remove_the_passages(gm: GraphMemory) -> N
     rows = gm.cypher(f"MATCH (p:{_passage_table(gm)}) RETURN p.id ORDER BY p.id").rows
     assert [r[0] for r in rows] == [f"{long.id}#0", f"{long.id}#1"]
     query = gm.embedder.embed_query("billing worker leaks file handles")
-    assert gm.store.nearest_passages(gm.embedder.space, query, 5) == [long.id]
+    assert gm.store.vectors.nearest_passages(gm.embedder.space, query, 5) == [long.id]
     gm.delete(long.id)
     assert gm.cypher(f"MATCH (p:{_passage_table(gm)}) RETURN count(*)").rows == [[0]]
-    assert gm.store.nearest_passages(gm.embedder.space, query, 5) == []
+    assert gm.store.vectors.nearest_passages(gm.embedder.space, query, 5) == []
 
 
 def test_warming_a_space_reads_its_vectors_and_passages(
@@ -182,6 +169,9 @@ def test_warming_a_space_reads_its_vectors_and_passages(
     gm.close()
     again = reopen()
     space = again.embedder.space
-    assert not again.store._cache()
-    again.store.warm_vectors(space)
-    assert set(again.store._cache()) == {vectors.table_for(space), _passage_table(again)}
+    assert not again.store.search.loaded_vector_sets()
+    again.store.vectors.warm(space)
+    assert again.store.search.loaded_vector_sets() == {
+        vectors.table_for(space),
+        _passage_table(again),
+    }

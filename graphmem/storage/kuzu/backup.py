@@ -11,12 +11,15 @@ import json
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.models import BackupInfo, utcnow
 from graphmem.storage import engines
-from graphmem.storage.connection import WAL_SUFFIX
-from graphmem.storage.store import KuzuStore
+from graphmem.storage.kuzu.opening import WAL_SUFFIX
+
+if TYPE_CHECKING:
+    from graphmem.storage.kuzu.store import KuzuStore
 
 MANIFEST = "manifest.json"
 
@@ -39,13 +42,14 @@ def take_backup(store: KuzuStore, dest: Path) -> BackupInfo:
         raise InvalidInput("a backup cannot go inside the store it copies", path=str(dest))
     _prepare_target(dest)
     with store.writer_paused():
-        memories = store.memory_count()
+        memories = store.memories.count()
         schema_version = store.migration_status().schema_version
         store.checkpoint()
-        db_file = store.engine.db_file
+        engine = store.conn.engine
+        db_file = engine.db_file
         try:
             shutil.copy2(store.home / db_file, dest / db_file)
-            engines.record(dest, store.engine)
+            engines.record(dest, engine)
         except OSError as exc:
             raise StorageError(f"backup failed: {exc}", path=str(dest)) from exc
     info = BackupInfo(

@@ -2,7 +2,7 @@
 table's rows as a Parquet file, and a digest of the rows to prove the copy whole.
 
 The source and the target engine never share a process (`engines`), so a copy is two halves:
-`export_table` in a process of the source's engine, `load_table` in one of the target's. Both
+`export` in a process of the source's engine, `load` in one of the target's. Both
 read and write what the catalog says (`CALL show_tables()`, `table_info`, `show_connection`),
 so a table added by a later migration, or made at run time (a `Vec_<space>` table), copies
 without a line here changing.
@@ -12,65 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-if TYPE_CHECKING:
-    from graphmem.storage.connection import KuzuConnection
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """A node table (with its primary key) or a rel table (with its FROM/TO pairs)."""
-
-    name: str
-    kind: str  # "NODE" | "REL"
-    columns: tuple[Column, ...]
-    primary_key: str | None = None
-    pairs: tuple[tuple[str, str, str, str], ...] = field(default=())  # from, to, from_pk, to_pk
-
-    def ddl(self) -> str:
-        cols = ", ".join(f"`{c.name}` {c.type}" for c in self.columns)
-        if self.kind == "NODE":
-            return f"CREATE NODE TABLE `{self.name}`({cols}, PRIMARY KEY(`{self.primary_key}`))"
-        ends = ", ".join(f"FROM `{a}` TO `{b}`" for a, b, _, _ in self.pairs)
-        return f"CREATE REL TABLE `{self.name}`({ends}{', ' + cols if cols else ''})"
-
-    def files(self) -> list[str]:
-        """The Parquet files of this table: one, or one per FROM/TO pair of a rel table."""
-        if self.kind == "NODE":
-            return [f"{self.name}.parquet"]
-        return [f"{self.name}.{a}.{b}.parquet" for a, b, _, _ in self.pairs]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TableSpec:
-        return cls(
-            name=data["name"],
-            kind=data["kind"],
-            columns=tuple(Column(**c) for c in data["columns"]),
-            primary_key=data.get("primary_key"),
-            pairs=tuple(tuple(p) for p in data.get("pairs", ())),
-        )
-
-
-@dataclass(frozen=True)
-class Digest:
-    rows: int
-    sha256: str
+from graphmem.storage.kuzu.connection import KuzuConnection
+from graphmem.storage.protocols.tables import Column, Digest, TableSpec
 
 
 def table_specs(store: KuzuConnection) -> list[TableSpec]:
@@ -122,7 +71,7 @@ def load_table(store: KuzuConnection, spec: TableSpec, folder: Path) -> None:
     """Replace the table's rows by those of its Parquet file(s), in one transaction; the
     table is made first when the store lacks it."""
     if spec.name not in store.table_names():
-        store.execute(spec.ddl())
+        store.execute(_ddl(spec))
         store.schema_changed()
     with store.transaction():
         if spec.kind == "NODE":
@@ -170,3 +119,30 @@ def _column_bytes(column: pa.ChunkedArray) -> bytes:
         values = array.flatten().to_numpy(zero_copy_only=False)
         return valid + np.ascontiguousarray(values).tobytes()
     return valid + json.dumps(array.to_pylist(), default=str).encode()
+
+
+def _ddl(spec: TableSpec) -> str:
+    cols = ", ".join(f"`{c.name}` {c.type}" for c in spec.columns)
+    if spec.kind == "NODE":
+        return f"CREATE NODE TABLE `{spec.name}`({cols}, PRIMARY KEY(`{spec.primary_key}`))"
+    ends = ", ".join(f"FROM `{a}` TO `{b}`" for a, b, _, _ in spec.pairs)
+    return f"CREATE REL TABLE `{spec.name}`({ends}{', ' + cols if cols else ''})"
+
+
+class KuzuTables:
+    """graphmem.storage.protocols.Tables over one connection."""
+
+    def __init__(self, conn: KuzuConnection) -> None:
+        self.conn = conn
+
+    def specs(self) -> list[TableSpec]:
+        return table_specs(self.conn)
+
+    def export(self, spec: TableSpec, folder: Path) -> Digest:
+        return export_table(self.conn, spec, folder)
+
+    def load(self, spec: TableSpec, folder: Path) -> None:
+        load_table(self.conn, spec, folder)
+
+    def digest(self, spec: TableSpec) -> Digest:
+        return stored_digest(self.conn, spec)

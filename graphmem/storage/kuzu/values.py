@@ -51,6 +51,11 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def time_value(value: Any) -> Any:
+    """A time as it comes back from JSON (an ISO string), for a parameter."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
 def equal_to(alias: str, clauses: list[str], params: dict[str, Any], **values: Any) -> None:
     """Narrow a match to the given properties' values (None: any), as parameters."""
     for name, value in values.items():

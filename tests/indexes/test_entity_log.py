@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from graphmem.storage import entity_log
-from graphmem.storage.entity_log import EntityLog
+from graphmem.indexes import entity_log
+from graphmem.indexes.entity_log import EntityLog
 
 STORAGE = Path(__file__).resolve().parents[2] / "graphmem" / "storage"
 
@@ -109,7 +109,9 @@ def _unsaid(path: Path) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("path", sorted(STORAGE.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted(STORAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(STORAGE))
+)
 def test_every_write_of_the_entity_graph_says_so(path: Path) -> None:
     assert _unsaid(path) == [], f"{path.name}: pass entity_graph=True to these writes"
 

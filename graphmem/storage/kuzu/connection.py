@@ -1,9 +1,10 @@
-"""KuzuConnection: the one Kùzu Database of a data dir, its lock, its transactions and its migrations.
-It runs LadybugDB, Kùzu's fork, the same way (`engines`): same API, same Cypher.
+"""KuzuConnection: the one Kùzu Database of a data dir, its lock, its transactions and the change
+events its writers emit. It runs LadybugDB, Kùzu's fork, the same way (`engines`): same API,
+same Cypher. Every repository of the store (graphmem.storage.kuzu.store) holds this one.
 
 Kùzu 0.11.3 allows one read-write Database per file (a second process gets "Could not set lock") and
 one write transaction per Database (a concurrent writer fails at once). So a store opens the file
-once (graphmem.storage.opening: one process at a time, waiting briefly for another, naming it when
+once (graphmem.storage.locking: one process at a time, waiting briefly for another, naming it when
 it gives up) and serialises every use of its connection behind one lock.
 
 Kùzu 0.11.3 deadlocks when it checkpoints while another connection is reading: the checkpoint
@@ -28,18 +29,15 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import pyarrow as pa
 
-from graphmem.errors import InvalidInput, SchemaError, StorageError
-from graphmem.models import CypherResult, DbStatus, MigrationInfo, utcnow
-from graphmem.schema import Migration, migrations
+from graphmem.errors import InvalidInput, StorageError
+from graphmem.indexes.changes import Change, ChangeListener
+from graphmem.indexes.entity_index import EntityChange
+from graphmem.indexes.entity_log import EntityLog
+from graphmem.models import CypherResult
 from graphmem.storage import engines
 from graphmem.storage.engines import Engine
-from graphmem.storage.entity_log import EntityLog
-from graphmem.storage.opening import HOLDER_FILE as HOLDER_FILE
-from graphmem.storage.opening import MIN_BUFFER_POOL as MIN_BUFFER_POOL
-from graphmem.storage.opening import WAL_SUFFIX as WAL_SUFFIX
-from graphmem.storage.opening import buffer_pool_bytes as buffer_pool_bytes
-from graphmem.storage.opening import open_database, release
-from graphmem.storage.values import jsonable, stored_params, type_key
+from graphmem.storage.kuzu.opening import open_database, release
+from graphmem.storage.kuzu.values import jsonable, stored_params, type_key
 
 if TYPE_CHECKING:
     import kuzu
@@ -59,9 +57,6 @@ CONTENT_STAMP = "content_stamp"  # _Meta key, changed by every write to memory t
 _T = TypeVar("_T")
 _TXN_CONTROL = re.compile(r"(^|;)\s*(BEGIN|COMMIT|ROLLBACK|CHECKPOINT)\b", re.IGNORECASE)
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-_AUTO_TXN_ONLY = re.compile(
-    r"^\s*CALL\s+(CREATE|DROP)_(FTS|VECTOR)_INDEX\s*\(\s*'(\w+)'\s*,\s*'(\w+)'", re.I
-)
 
 
 log = logging.getLogger("graphmem.storage")
@@ -102,6 +97,7 @@ class KuzuConnection:
         self._checkpoint_at_commit = False
         self._after_commit: list[Callable[[], None]] = []
         self._memo: dict[str, tuple[tuple[Any, ...], Any]] = {}
+        self._listeners: list[ChangeListener] = []  # told of every change event (`emit`)
 
     def until_write(self, name: str, compute: Callable[[], _T], *also: Hashable) -> _T:
         """`compute()`, kept until the next write (or until `also` changes): for answers that
@@ -129,7 +125,6 @@ class KuzuConnection:
         with self._lock:
             if self._db is None:
                 return
-            self._before_close()
             with self._readers_paused():  # wait for reads in flight
                 # a prepared statement holds its Database: LadybugDB frees the database's
                 # address space (1 TiB reserved) only once none is left
@@ -336,7 +331,7 @@ class KuzuConnection:
                 with suppress(RuntimeError):
                     self._conn.execute("ROLLBACK")
                 self.schema_changed()  # a table created in the transaction is gone
-                self._on_rollback()
+                self._discard()
                 raise
             if self._content_changed:
                 self._stamp_content()
@@ -356,12 +351,39 @@ class KuzuConnection:
                 callback()
 
     @contextmanager
-    def described_entity_writes(self) -> Iterator[list[Any]]:
-        """A transaction whose writes to the entity graph are what the caller appends to the
-        yielded list (`EntityChange`s); appending nothing says they are not described, and an
-        index that meets the commit reads the graph again."""
-        with self.transaction(), self.entity_log.describing() as said:
-            yield said
+    def described_entity_writes(self) -> Iterator[None]:
+        """A transaction whose writes to the entity graph are the `EntityChange`s emitted in
+        it; emitting none says they are not described, and an index that meets the commit
+        reads the graph again."""
+        with self.transaction(), self.entity_log.describing():
+            yield
+
+    def listen(self, listener: ChangeListener) -> None:
+        """Tell `listener` of every change event, and of every rollback."""
+        self._listeners.append(listener)
+
+    def emit(self, change: Change) -> None:
+        """A write's change event, in the transaction that writes it (see
+        graphmem.indexes.changes): each listener takes it in now and once it commits. An
+        `EntityChange` goes to the entity log, which keeps it with its commit."""
+        with self._lock:
+            if isinstance(change, EntityChange):
+                self.entity_log.describe(change)
+                return
+            if change.stamps:
+                self.content_changed()
+            for listener in self._listeners:
+                listener.changed(change)
+
+            def committed() -> None:
+                for listener in self._listeners:
+                    listener.committed(change)
+
+            self.after_commit(committed)
+
+    def _discard(self) -> None:
+        for listener in self._listeners:
+            listener.discard()
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this thread's transaction commits (now, outside of one)."""
@@ -451,12 +473,6 @@ class KuzuConnection:
         with self._lock:
             yield
 
-    def _on_rollback(self) -> None:
-        """Drop whatever the subclass caches from the database; called after a rollback."""
-
-    def _before_close(self) -> None:
-        """Last chance for a subclass to save what it keeps in memory; the database is open."""
-
     def cypher(self, query: str, params: dict[str, Any], *, write: bool) -> CypherResult:
         """Run a caller's Cypher; read-only mode runs it in a read-only transaction."""
         if not query.strip():
@@ -475,7 +491,7 @@ class KuzuConnection:
                     self.entity_log.committed()
                     self._stamp_content()
                     self.schema_changed()  # the caller may have changed tables
-                    self._on_rollback()  # a caller's write may touch anything we cache
+                    self._discard()  # a caller's write may touch anything held in process
                 else:
                     with self.transaction(read_only=True):
                         result = self._conn.execute(query, stored_params(params))
@@ -492,7 +508,7 @@ class KuzuConnection:
             rows = [[jsonable(v) for v in row] for row in result.get_all()]
         return CypherResult(columns=columns, rows=rows)
 
-    # -- metadata and migrations --------------------------------------------------------------
+    # -- metadata --------------------------------------------------------------
 
     def table_names(self) -> frozenset[str]:
         """Kept until the schema changes: recall asks on every query."""
@@ -508,92 +524,3 @@ class KuzuConnection:
 
     def meta_set(self, key: str, value: str) -> None:
         self.execute("MERGE (m:_Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
-
-    def _applied(self) -> dict[int, MigrationInfo]:
-        if "_Migration" not in self.table_names():
-            return {}
-        rows = self.execute("MATCH (m:_Migration) RETURN m.version, m.name, m.applied_at")
-        return {v: MigrationInfo(version=v, name=n, applied_at=a) for v, n, a in rows}
-
-    def migration_status(self) -> DbStatus:
-        applied = self._applied()
-        known = migrations()
-        latest = known[-1].version if known else 0
-        return DbStatus(
-            path=str(self.home),
-            schema_version=max(applied, default=0),
-            latest_version=latest,
-            applied=[applied[v] for v in sorted(applied)],
-            pending=[
-                MigrationInfo(version=m.version, name=m.name)
-                for m in known
-                if m.version not in applied
-            ],
-        )
-
-    def migrate(self) -> list[MigrationInfo]:
-        """Apply pending migrations in order, one transaction each; refuse a newer store."""
-        with self._lock:
-            self.schema_changed()
-            if "_Migration" not in self.table_names():
-                self.execute(
-                    "CREATE NODE TABLE _Migration(version INT64 PRIMARY KEY, name STRING, "
-                    "applied_at TIMESTAMP)"
-                )
-                self.schema_changed()
-            applied = self._applied()
-            known = migrations()
-            latest = known[-1].version if known else 0
-            newest = max(applied, default=0)
-            if newest > latest:
-                raise SchemaError(
-                    f"store {self.home} has schema version {newest}, newer than this graphmem "
-                    f"understands ({latest}); upgrade graphmem",
-                    store_version=newest,
-                    supported_version=latest,
-                )
-            done = []
-            for migration in known:
-                if migration.version not in applied:
-                    self._apply(migration)
-                    done.append(MigrationInfo(version=migration.version, name=migration.name))
-            self._ensure_indexes(known)
-            if done:
-                # Kùzu 0.11.3 cannot replay a dropped FTS index from its WAL after a crash
-                # ("Cannot find table catalog entry"): the schema change goes to disk now.
-                self.checkpoint()
-            self.schema_changed()
-            return done
-
-    def _apply(self, migration: Migration) -> None:
-        try:
-            with self.transaction():
-                for statement in migration.statements:
-                    if not _AUTO_TXN_ONLY.match(statement):
-                        self.execute(statement)
-                self.execute(
-                    "CREATE (:_Migration {version: $v, name: $n, applied_at: $t})",
-                    {"v": migration.version, "n": migration.name, "t": utcnow()},
-                )
-        except StorageError as exc:
-            raise SchemaError(
-                f"migration {migration.version:04d}_{migration.name} failed: {exc.message}",
-                version=migration.version,
-            ) from exc
-
-    def _ensure_indexes(self, applied: list[Migration]) -> None:
-        """Index DDL is refused inside a transaction, so it follows the migrations' commits;
-        this also finishes the job when a crash came between the two. The last word on an index
-        wins: one created by an early migration and dropped by a later one is never created
-        (a new store once made it and dropped it again, and a kill -9 in between left Kùzu's
-        half-made index tables, on which the next open failed)."""
-        existing = {row[0] for row in self.execute("CALL show_indexes() RETURN index_name")}
-        last: dict[str, tuple[bool, str]] = {}
-        for migration in applied:
-            for statement in migration.statements:
-                match = _AUTO_TXN_ONLY.match(statement)
-                if match:
-                    last[match[4]] = (match[1].upper() == "CREATE", statement)
-        for name, (create, statement) in last.items():
-            if create != (name in existing):
-                self.execute(statement)

@@ -4,11 +4,14 @@ in instead of reading the whole graph again.
 
 Every write to the graph says so (`changing`, called by the store's writers of mentions, facts
 and where they came from, entities and their aliases, versions, and memories deleted with their
-edges; a test holds each writer to it). Inside `describing`, the writer also appends what it
-changes (`EntityChange`s); a change outside it, or a describing block that appends nothing,
-makes the commit's change unknown. A caller's own Cypher write is an unknown change. `begun` runs ahead of `generation`
-while such a commit runs: what it changes is visible to readers before the generation says so,
-and a read of the graph taken meanwhile cannot tell which changes it holds.
+edges; a test holds each writer to it). Inside `describing`, the writer also says what it
+changes (`describe` an `EntityChange`, the change event of the entity graph); a change outside
+it, or a describing block that says nothing, makes the commit's change unknown. A caller's own
+query that writes is an unknown change. `begun` runs ahead of `generation` while such a commit
+runs: what it changes is visible to readers before the generation says so, and a read of the
+graph taken meanwhile cannot tell which changes it holds.
+
+It knows no engine: the store's connection keeps one, under its writer's lock.
 """
 
 from __future__ import annotations
@@ -29,12 +32,12 @@ class EntityLog:
         self.changes: dict[int, tuple[Any, ...] | None] = {}  # generation -> what changed
         self._changed = False  # in this transaction
         self._described: list[Any] | None = []  # this transaction's changes, None: unknown
-        self._describing = False
+        self._said: list[Any] | None = None  # what the open describing block said
 
     def changing(self) -> None:
         """The next statements change the entity graph."""
         self._changed = True
-        if not self._describing:
+        if self._said is None:
             self._described = None
 
     def statement(self, *, commits: bool) -> None:
@@ -62,6 +65,11 @@ class EntityLog:
     def rolled_back(self) -> None:
         self._changed, self._described = False, []
 
+    def describe(self, change: Any) -> None:
+        """Inside `describing`: one thing its writes change. Outside, the change stays unknown."""
+        if self._said is not None:
+            self._said.append(change)
+
     def between(self, after: int, upto: int) -> list[Any] | None:
         """What the commits after generation `after` up to `upto` changed, or None when one
         of them is not known."""
@@ -72,13 +80,13 @@ class EntityLog:
 
     @contextmanager
     def describing(self) -> Iterator[list[Any]]:
-        """Writes inside are what the caller appends to the yielded list."""
+        """Writes inside are what the caller says (`describe`, or appends to the yielded list)."""
         said: list[Any] = []
-        self._describing = True
+        self._said = said
         try:
             yield said
         finally:
-            self._describing = False
+            self._said = None
         if not said:
             self._described = None
         elif self._described is not None:

@@ -10,21 +10,32 @@ from datetime import datetime
 from typing import Any
 
 from graphmem.errors import Conflict, InvalidInput, NotFound
+from graphmem.indexes.changes import MemoriesChanged
 from graphmem.models import Memory, MemoryFilter
-from graphmem.storage.memories import (
-    RETURN_MEMORY,
-    MemoryRepository,
-    filter_clause,
-    row_to_memory,
-)
-from graphmem.storage.selection import MemorySelection
+from graphmem.storage.kuzu.connection import KuzuConnection
+from graphmem.storage.kuzu.memories import KuzuMemories
+from graphmem.storage.kuzu.memory_rows import RETURN_MEMORY, row_to_memory
 
 MAX_CHAIN = 30  # versions followed along SUPERSEDES (Kùzu's limit for a variable-length path)
 
 
-class KnowledgeRepository(MemoryRepository):
+# memory-to-memory relations, and how each reads from either end
+_LINKS = (
+    ("SUPERSEDES", "supersedes", "superseded_by"),
+    ("MERGED_INTO", "merged_into", "merged_from"),
+    ("AVOIDS", "avoids", "avoided_by"),
+)
+
+
+class KuzuKnowledge:
+    """graphmem.storage.protocols.Knowledge over one connection."""
+
+    def __init__(self, conn: KuzuConnection, memories: KuzuMemories) -> None:
+        self.conn = conn
+        self.memories = memories
+
     def _require(self, *ids: str) -> None:
-        found = self.existing_ids(list(ids))
+        found = self.memories.existing_ids(list(ids))
         for memory_id in ids:
             if memory_id not in found:
                 raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
@@ -34,7 +45,7 @@ class KnowledgeRepository(MemoryRepository):
         if new_id == old_id:
             raise InvalidInput("a memory cannot supersede itself", id=old_id)
         self._require(old_id, *([new_id] if new_id else []))
-        already = self.read(
+        already = self.conn.read(
             "MATCH (o:Memory {id: $old}) OPTIONAL MATCH (n:Memory)-[:SUPERSEDES]->(o) RETURN n.id",
             {"old": old_id},
         )
@@ -46,33 +57,33 @@ class KnowledgeRepository(MemoryRepository):
             )
         if (
             new_id
-            and self.read(
+            and self.conn.read(
                 f"MATCH (o:Memory {{id: $old}})-[:SUPERSEDES*1..{MAX_CHAIN}]->(n:Memory {{id: $new}}) "
                 "RETURN count(*)",
                 {"old": old_id, "new": new_id},
             )[0][0]
         ):
             raise Conflict(f"{new_id} is already an older version of {old_id}", id=new_id)
-        with self.transaction():
+        with self.conn.transaction():
             valid_to = at
             if new_id:
-                successor_from = self.execute(
+                successor_from = self.conn.execute(
                     "MATCH (n:Memory {id: $id}) RETURN n.valid_from", {"id": new_id}
                 )[0][0]
                 valid_to = successor_from or at
-                self.execute(
+                self.conn.execute(
                     "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) "
                     "MERGE (n)-[s:SUPERSEDES]->(o) SET s.at = $at, s.reason = $reason",
                     {"new": new_id, "old": old_id, "at": at, "reason": reason},
                     entity_graph=True,
                 )
-            self.execute(
+            self.conn.execute(
                 "MATCH (o:Memory {id: $id}) SET o.lifecycle = $state, o.lifecycle_reason = $reason, "
                 "o.valid_to = $valid_to, o.updated_at = $at",
                 {"id": old_id, "state": "superseded" if new_id else "outdated",
                  "reason": reason, "valid_to": valid_to, "at": at},
             )  # fmt: skip
-            self.memories_changed([old_id])
+            self.conn.emit(MemoriesChanged([old_id]))
 
     def merge_into(
         self, primary: str, duplicates: Sequence[str], *, reason: str | None, at: datetime
@@ -82,9 +93,9 @@ class KnowledgeRepository(MemoryRepository):
         if not duplicates:
             raise InvalidInput("give at least one duplicate to merge")
         self._require(primary, *duplicates)
-        with self.transaction():
+        with self.conn.transaction():
             for duplicate in duplicates:
-                self.execute(
+                self.conn.execute(
                     "MATCH (d:Memory {id: $dup}), (k:Memory {id: $keep}) "
                     "MERGE (d)-[r:MERGED_INTO]->(k) SET r.at = $at, r.reason = $reason, "
                     "d.lifecycle = 'archived', d.lifecycle_reason = $why, d.updated_at = $at, "
@@ -92,11 +103,11 @@ class KnowledgeRepository(MemoryRepository):
                     {"dup": duplicate, "keep": primary, "at": at, "reason": reason or "",
                      "why": f"merged into {primary}"},
                 )  # fmt: skip
-            self.memories_changed(duplicates)
+            self.conn.emit(MemoriesChanged(duplicates))
 
     def check_dead_ends(self, ids: Sequence[str]) -> None:
         for dead_end in ids:
-            kind = self.read("MATCH (m:Memory {id: $id}) RETURN m.kind", {"id": dead_end})
+            kind = self.conn.read("MATCH (m:Memory {id: $id}) RETURN m.kind", {"id": dead_end})
             if not kind:
                 raise NotFound(f"no memory with id {dead_end!r}", id=dead_end)
             if kind[0][0] != "dead_end":
@@ -104,9 +115,9 @@ class KnowledgeRepository(MemoryRepository):
 
     def link_avoids(self, decision_id: str, dead_end_ids: Sequence[str], *, at: datetime) -> None:
         self.check_dead_ends(dead_end_ids)
-        with self.transaction():
+        with self.conn.transaction():
             for dead_end in dead_end_ids:
-                self.execute(
+                self.conn.execute(
                     "MATCH (d:Memory {id: $decision}), (x:Memory {id: $dead_end}) "
                     "MERGE (d)-[a:AVOIDS]->(x) SET a.at = $at",
                     {"decision": decision_id, "dead_end": dead_end, "at": at},
@@ -117,7 +128,7 @@ class KnowledgeRepository(MemoryRepository):
 
         One variable-length match filtered with `IN`: the same match driven by UNWIND costs
         ~60x more in Kùzu 0.11.3 (measured: 4 ms against 250 ms for ten chains)."""
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH p = (o:Memory)<-[:SUPERSEDES*1..{MAX_CHAIN}]-(n:Memory) WHERE o.id IN $ids "
             "RETURN o.id, n.id ORDER BY length(p), n.created_at",
             {"ids": list(dict.fromkeys(ids))},
@@ -127,7 +138,7 @@ class KnowledgeRepository(MemoryRepository):
     def chain(self, memory_id: str) -> list[tuple[Memory, str | None, datetime | None, str | None]]:
         """Every version linked to the memory by SUPERSEDES, each with what replaced it."""
         self._require(memory_id)
-        linked = self.read(
+        linked = self.conn.read(
             f"MATCH (a:Memory {{id: $id}})-[:SUPERSEDES*1..{MAX_CHAIN}]->(o:Memory) RETURN o.id "
             f"UNION MATCH (n:Memory)-[:SUPERSEDES*1..{MAX_CHAIN}]->(a:Memory {{id: $id}}) "
             "RETURN n.id",
@@ -136,7 +147,7 @@ class KnowledgeRepository(MemoryRepository):
         rows = [  # a key lookup a version: UNWIND would join over the whole table
             row
             for version in dict.fromkeys([memory_id, *(r[0] for r in linked)])
-            for row in self.read(
+            for row in self.conn.read(
                 "MATCH (m:Memory {id: $id}) OPTIONAL MATCH (n:Memory)-[s:SUPERSEDES]->(m) "
                 f"RETURN {RETURN_MEMORY}, n.id, coalesce(s.at, m.valid_to), "
                 "coalesce(s.reason, m.lifecycle_reason)",
@@ -147,7 +158,7 @@ class KnowledgeRepository(MemoryRepository):
         return [(row_to_memory(r[:width]), r[width], r[width + 1], r[width + 2]) for r in rows]
 
     def avoided_by(self, dead_end_ids: Sequence[str]) -> dict[str, list[str]]:
-        rows = self.read(
+        rows = self.conn.read(
             "UNWIND $ids AS i MATCH (d:Memory)-[:AVOIDS]->(x:Memory {id: i}) RETURN i, d.id",
             {"ids": list(dead_end_ids)},
         )
@@ -168,7 +179,7 @@ class KnowledgeRepository(MemoryRepository):
         }
         live = "x.kind = 'dead_end' AND x.lifecycle <> 'archived' AND NOT x.id IN $ids"
         ret = RETURN_MEMORY.replace("m.", "x.")
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH (x:Memory) WHERE {live} AND (x.context IN $contexts OR x.service IN $services) "
             f"RETURN {ret} "
             f"UNION UNWIND $tags AS t MATCH (x:Memory) WHERE {live} AND list_contains(x.tags, t) "
@@ -182,16 +193,11 @@ class KnowledgeRepository(MemoryRepository):
     def dead_end_ids(self) -> list[str]:
         """Cached until the next write: recall asks on every query."""
         # archived ones left out, as `matching_ids` leaves them
-        found = self.until_write(
-            "dead_end_ids", lambda: sorted(self.matching_ids(MemoryFilter(kind="dead_end")))
+        found = self.conn.until_write(
+            "dead_end_ids",
+            lambda: sorted(self.memories.matching_ids(MemoryFilter(kind="dead_end"))),
         )
         return list(found)
-
-    def count_by(self, field: str, filters: MemoryFilter) -> dict[str, int]:
-        params: dict[str, Any] = {}
-        where = filter_clause(filters, params)
-        rows = self.read(f"MATCH (m:Memory) WHERE {where} RETURN m.{field}, count(*)", params)
-        return {str(k) if k is not None else "": int(v) for k, v in rows}
 
     def set_fields(self, memory_id: str, values: dict[str, Any]) -> None:
         """Set knowledge fields (lifecycle, owner, verification) of one memory."""
@@ -201,12 +207,12 @@ class KnowledgeRepository(MemoryRepository):
         if unknown:
             raise InvalidInput(f"cannot set {sorted(unknown)} here")
         assignments = ", ".join(f"m.{k} = $v_{k}" for k in values)
-        with self.transaction():
-            found = self.execute(
+        with self.conn.transaction():
+            found = self.conn.execute(
                 f"MATCH (m:Memory {{id: $id}}) SET {assignments} RETURN m.id",
                 {"id": memory_id, **{f"v_{k}": v for k, v in values.items()}},
             )
-            self.memories_changed([memory_id])
+            self.conn.emit(MemoriesChanged([memory_id]))
         if not found:
             raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
 
@@ -214,13 +220,13 @@ class KnowledgeRepository(MemoryRepository):
         self, memory_id: str, path: str, *, section: str | None, sha256: str | None, at: datetime
     ) -> None:
         self._require(memory_id)
-        with self.transaction():
-            self.execute(
+        with self.conn.transaction():
+            self.conn.execute(
                 "MERGE (d:Document {path: $path}) ON CREATE SET d.source_type = 'file', "
                 "d.indexed_at = $at SET d.sha256 = $sha",
                 {"path": path, "sha": sha256, "at": at},
             )
-            self.execute(
+            self.conn.execute(
                 "MATCH (m:Memory {id: $id}), (d:Document {path: $path}) "
                 "MERGE (m)-[c:CITES]->(d) SET c.section = $section, c.sha256_at_verify = $sha, c.at = $at",
                 {"id": memory_id, "path": path, "section": section, "sha": sha256, "at": at},
@@ -232,7 +238,7 @@ class KnowledgeRepository(MemoryRepository):
         """(memory id, title, path, sha256 recorded) for every citation, or one memory's."""
         match = "(m:Memory {id: $id})" if memory_id else "(m:Memory)"  # a key lookup, no scan
         where = "" if memory_id else "WHERE m.lifecycle <> 'archived'"
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH {match}-[c:CITES]->(d:Document) {where} "
             "RETURN m.id, m.title, d.path, c.sha256_at_verify ORDER BY m.id, d.path",
             {"id": memory_id} if memory_id else {},
@@ -242,9 +248,9 @@ class KnowledgeRepository(MemoryRepository):
     def record_citation_hashes(
         self, memory_id: str, hashes: dict[str, str | None], *, at: datetime
     ) -> None:
-        with self.transaction():
+        with self.conn.transaction():
             for path, sha in hashes.items():
-                self.execute(
+                self.conn.execute(
                     "MATCH (m:Memory {id: $id})-[c:CITES]->(d:Document {path: $path}) "
                     "SET c.sha256_at_verify = $sha, c.at = $at, d.sha256 = $sha",
                     {"id": memory_id, "path": path, "sha": sha, "at": at},
@@ -253,7 +259,7 @@ class KnowledgeRepository(MemoryRepository):
     def verification_due(
         self, *, before: datetime, min_importance: float, limit: int
     ) -> list[Memory]:
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (m:Memory) WHERE m.lifecycle IN ['active', 'canonical'] "
             "AND (m.lifecycle = 'canonical' OR m.importance >= $imp) "
             "AND (m.verified_at IS NULL OR m.verified_at < $before) "
@@ -262,45 +268,19 @@ class KnowledgeRepository(MemoryRepository):
         )
         return [row_to_memory(r) for r in rows]
 
-    def select_memories(self, selection: MemorySelection, *, limit: int) -> list[Memory]:
-        """The memories a selection names, newest first (the bank views, checkpoints)."""
-        params: dict[str, Any] = {"limit": limit}
-        rows = self.read(
-            f"MATCH (m:Memory) WHERE {selection_clause(selection, params)} RETURN {RETURN_MEMORY} "
-            "ORDER BY m.created_at DESC, m.id DESC LIMIT $limit",
-            params,
-        )
-        return [row_to_memory(r) for r in rows]
-
-
-def selection_clause(selection: MemorySelection, params: dict[str, Any]) -> str:
-    """A WHERE over `m` for the selection, its values added to `params`."""
-    conditions = []
-    for field, values in (("kind", selection.kinds), ("lifecycle", selection.lifecycles)):
-        if values is not None:
-            conditions.append(f"m.{field} IN $s_{field}")
-            params[f"s_{field}"] = list(values)
-    for field, value in (("context", selection.context), ("session_id", selection.session_id)):
-        if value is not None:
-            conditions.append(f"m.{field} = $s_{field}")
-            params[f"s_{field}"] = value
-    if (mentions := selection.mentions) is not None:
-        said = []
-        for i, tag in enumerate(mentions.tags):  # Kùzu takes no parameter inside any(...)
-            said.append(f"list_contains(m.tags, $s_tag{i})")
-            params[f"s_tag{i}"] = tag
-        for i, word in enumerate(mentions.words):
-            said.append(
-                f"lower(m.content) CONTAINS $s_word{i} "
-                f"OR lower(coalesce(m.title, '')) CONTAINS $s_word{i}"
-            )
-            params[f"s_word{i}"] = word.lower()
-        conditions.append(f"({' OR '.join(said) or 'false'})")
-    if (due := selection.due_for_review) is not None:
-        conditions.append(
-            "(m.verify_status IN ['failed', 'needs_update'] OR "
-            "((m.lifecycle = 'canonical' OR m.importance >= $s_importance) AND "
-            "(m.verified_at IS NULL OR m.verified_at < $s_before)))"
-        )
-        params["s_importance"], params["s_before"] = due.min_importance, due.before
-    return " AND ".join(conditions) or "true"
+    def linked_memories(self, memory_id: str) -> list[tuple[str, str, Any, str, str, str]]:
+        """(relation, id, title, content, kind, lifecycle) of the memories one edge away:
+        versions, merges and dead ends, each read from this memory's side."""
+        out: list[tuple[str, str, Any, str, str, str]] = []
+        for rel, forward, backward in _LINKS:
+            for pattern, relation in (
+                (f"(m:Memory {{id: $id}})-[:{rel}]->(o:Memory)", forward),
+                (f"(o:Memory)-[:{rel}]->(m:Memory {{id: $id}})", backward),
+            ):
+                rows = self.conn.read(
+                    f"MATCH {pattern} RETURN o.id, o.title, o.content, o.kind, o.lifecycle "
+                    "ORDER BY o.created_at LIMIT 20",
+                    {"id": memory_id},
+                )
+                out.extend((relation, *row) for row in rows)
+        return out

@@ -1,4 +1,4 @@
-"""Sessions, review items and the audit trail in Kùzu."""
+"""Sessions and the review items they file, in Kùzu."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 from graphmem.errors import NotFound
 from graphmem.ids import new_id
 from graphmem.models import utcnow
-from graphmem.storage.documents import DocumentRepository
-from graphmem.storage.values import equal_to
+from graphmem.storage.kuzu.connection import KuzuConnection
+from graphmem.storage.kuzu.values import equal_to
 
 ITEM_FIELDS = (
     "id", "session", "action", "statement_kind", "statement", "target", "risk", "confidence",
@@ -20,8 +20,13 @@ ITEM_FIELDS = (
 RETURN_ITEM = ", ".join(f"r.{f}" for f in ITEM_FIELDS)
 
 
-class SessionRepository(DocumentRepository):
-    def upsert_session(
+class KuzuSessions:
+    """graphmem.storage.protocols.Sessions over one connection."""
+
+    def __init__(self, conn: KuzuConnection) -> None:
+        self.conn = conn
+
+    def upsert(
         self,
         session_id: str,
         *,
@@ -33,7 +38,7 @@ class SessionRepository(DocumentRepository):
         ended_at: datetime | None,
         summary_id: str | None,
     ) -> None:
-        self.execute(
+        self.conn.execute(
             "MERGE (s:Session {id: $id}) ON CREATE SET s.started_at = $now "
             "SET s.client = coalesce($client, s.client), s.mode = $mode, "
             "s.context = coalesce($context, s.context), s.service = coalesce($service, s.service), "
@@ -44,9 +49,9 @@ class SessionRepository(DocumentRepository):
              "summary": summary_id},
         )  # fmt: skip
 
-    def link_to_session(self, session_id: str, memory_ids: Sequence[str]) -> None:
+    def link_memories(self, session_id: str, memory_ids: Sequence[str]) -> None:
         if memory_ids:
-            self.execute(
+            self.conn.execute(
                 "UNWIND $ids AS i MATCH (m:Memory {id: i}), (s:Session {id: $s}) "
                 "MERGE (m)-[:IN_SESSION]->(s)",
                 {"ids": list(memory_ids), "s": session_id},
@@ -56,7 +61,7 @@ class SessionRepository(DocumentRepository):
         """fingerprint -> status of the items already filed for these changes."""
         if not fingerprints:
             return {}
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (r:ReviewItem) WHERE r.fingerprint IN $f RETURN r.fingerprint, r.status",
             {"f": list(fingerprints)},
         )
@@ -65,7 +70,7 @@ class SessionRepository(DocumentRepository):
     def add_review_item(self, session_id: str, fields: dict[str, Any]) -> str:
         item_id = new_id()
         payload = json.dumps(fields.pop("payload", {}), ensure_ascii=False)
-        self.execute(
+        self.conn.execute(
             "MATCH (s:Session {id: $session}) "
             "CREATE (r:ReviewItem {id: $id, session: $session, action: $action, "
             "statement_kind: $statement_kind, statement: $statement, target: $target, "
@@ -74,7 +79,7 @@ class SessionRepository(DocumentRepository):
             {**fields, "id": item_id, "session": session_id, "payload": payload, "at": utcnow()},
         )
         if fields.get("target"):
-            self.execute(
+            self.conn.execute(
                 "MATCH (r:ReviewItem {id: $id}), (m:Memory {id: $t}) CREATE (r)-[:REVIEWS]->(m)",
                 {"id": item_id, "t": fields["target"]},
             )
@@ -87,7 +92,7 @@ class SessionRepository(DocumentRepository):
         params: dict[str, Any] = {"limit": limit}
         equal_to("r", conditions, params, session=session, status=status, action=action)
         where = f"WHERE {' AND '.join(conditions)} " if conditions else ""
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH (r:ReviewItem) {where}RETURN {RETURN_ITEM}, r.payload "
             "ORDER BY r.created_at, r.id LIMIT $limit",
             params,
@@ -101,7 +106,7 @@ class SessionRepository(DocumentRepository):
         ]
 
     def review_item(self, item_id: str) -> dict[str, Any]:
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH (r:ReviewItem {{id: $id}}) RETURN {RETURN_ITEM}, r.payload", {"id": item_id}
         )
         if not rows:
@@ -113,11 +118,11 @@ class SessionRepository(DocumentRepository):
         }
 
     def count_pending_reviews(self) -> int:
-        rows = self.read("MATCH (r:ReviewItem) WHERE r.status = 'pending' RETURN count(*)")
+        rows = self.conn.read("MATCH (r:ReviewItem) WHERE r.status = 'pending' RETURN count(*)")
         return int(rows[0][0])
 
     def set_item_status(self, item_id: str, *, status: str, note: str | None, actor: str) -> None:
-        self.execute(
+        self.conn.execute(
             "MATCH (r:ReviewItem {id: $id}) SET r.status = $status, r.note = $note, "
             "r.resolved_at = $at, r.resolved_by = $actor",
             {"id": item_id, "status": status, "note": note, "at": utcnow(), "actor": actor},
@@ -125,27 +130,8 @@ class SessionRepository(DocumentRepository):
 
     def reopen_review_item(self, item_id: str, *, status: str) -> None:
         """Put an item back to `status`, unresolved (an undo of the steward's dismissal)."""
-        self.execute(
+        self.conn.execute(
             "MATCH (r:ReviewItem {id: $id}) SET r.status = $status, r.note = NULL, "
             "r.resolved_at = NULL, r.resolved_by = NULL",
             {"id": item_id, "status": status},
         )
-
-    def audit(
-        self,
-        *,
-        actor: str,
-        action: str,
-        target: str | None,
-        item: str | None,
-        before: Any,
-        after: Any,
-    ) -> None:
-        """Who changed what, when, from what to what (the JSON of the memory before and after)."""
-        self.execute(
-            "CREATE (:Audit {id: $id, actor: $actor, action: $action, target: $target, "
-            "item: $item, before: $before, after: $after, at: $at})",
-            {"id": new_id(), "actor": actor, "action": action, "target": target, "item": item,
-             "before": json.dumps(before, default=str, ensure_ascii=False),
-             "after": json.dumps(after, default=str, ensure_ascii=False), "at": utcnow()},
-        )  # fmt: skip

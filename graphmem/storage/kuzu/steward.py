@@ -13,9 +13,11 @@ import pyarrow as pa
 from graphmem.errors import NotFound
 from graphmem.foreground import FOREGROUND
 from graphmem.ids import new_id
+from graphmem.indexes.changes import LayersSet, MemoriesChanged
 from graphmem.models import as_utc, stored_time, utcnow
-from graphmem.storage.sessions import SessionRepository
-from graphmem.storage.values import equal_to
+from graphmem.storage.kuzu.connection import KuzuConnection
+from graphmem.storage.kuzu.memory_rows import by_id
+from graphmem.storage.kuzu.values import equal_to, time_value
 
 FINDING_FIELDS = (
     "id", "run", "kind", "scope", "targets", "confidence", "action", "summary", "status", "auto",
@@ -37,18 +39,12 @@ _SORTS = {
     "newest": "f.created_at DESC",
     "oldest": "f.created_at",
 }
-POLICY_KEY = "steward_policy"
 _TIMES = ("valid_to", "verified_at", "updated_at")
 # what a steward action may change on a memory, and an undo puts back
 STATE = (
     "lifecycle", "lifecycle_reason", "valid_to", "owner", "importance", "tags", "verified_at",
     "verify_status", "verify_method", "verify_note", "updated_at",
 )  # fmt: skip
-
-
-def _time(value: Any) -> Any:
-    """A time as it comes back from an audit row's JSON (an ISO string), for a parameter."""
-    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 def _finding(row: list[Any]) -> dict[str, Any]:
@@ -58,26 +54,31 @@ def _finding(row: list[Any]) -> dict[str, Any]:
     return found
 
 
-class StewardRepository(SessionRepository):
+class KuzuSteward:
+    """graphmem.storage.protocols.Steward over one connection."""
+
+    def __init__(self, conn: KuzuConnection) -> None:
+        self.conn = conn
+
     # -- runs ----------------------------------------------------------------------------------
 
     def add_run(self, fields: dict[str, Any]) -> None:
-        self.execute(
+        self.conn.execute(
             "CREATE (:StewardRun {id: $id, scope: $scope, dry_run: $dry_run, context: $context, "
             "service: $service, actor: $actor, started_at: $started_at, report: '{}'})",
             fields,
         )
 
     def finish_run(self, run_id: str, *, finished_at: datetime, report: dict[str, Any]) -> None:
-        self.execute(
+        self.conn.execute(
             "MATCH (r:StewardRun {id: $id}) SET r.finished_at = $at, r.report = $report",
             {"id": run_id, "at": finished_at, "report": json.dumps(report, default=str)},
         )
 
-    def steward_run_report(self, run_id: str | None) -> dict[str, Any] | None:
+    def run_report(self, run_id: str | None) -> dict[str, Any] | None:
         """A run's stored report (the newest run's when `run_id` is None)."""
         where, params = ("WHERE r.id = $id", {"id": run_id}) if run_id else ("", {})
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH (r:StewardRun) {where} RETURN r.report, r.started_at "
             "ORDER BY r.started_at DESC LIMIT 1",
             params,
@@ -90,7 +91,7 @@ class StewardRepository(SessionRepository):
         return report
 
     def last_run_finished(self) -> datetime | None:
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (r:StewardRun) WHERE r.finished_at IS NOT NULL "
             "RETURN r.finished_at ORDER BY r.finished_at DESC LIMIT 1"
         )
@@ -102,7 +103,7 @@ class StewardRepository(SessionRepository):
         """fingerprint -> (id, status, evidence hash) of the newest finding with it."""
         if not fingerprints:
             return {}
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (f:Finding) WHERE f.fingerprint IN $prints "
             "RETURN f.fingerprint, f.id, f.status, f.evidence_hash ORDER BY f.created_at",
             {"prints": list(fingerprints)},
@@ -119,12 +120,12 @@ class StewardRepository(SessionRepository):
                 {name: pa.array([r[name] for r in rows], _FINDING_ARROW.get(name, pa.string()))
                  for name in _FINDING_COLUMNS}
             )  # fmt: skip
-            with self.transaction():
+            with self.conn.transaction():
                 fields = ", ".join(f"{name}: {name}" for name in _FINDING_COLUMNS)
-                self.query_result(f"LOAD FROM $t CREATE (:Finding {{{fields}}})", {"t": table})
+                self.conn.query_result(f"LOAD FROM $t CREATE (:Finding {{{fields}}})", {"t": table})
                 for fields_of, memories in chunk:
                     for memory_id in dict.fromkeys(memories):  # by key, both ends
-                        self.execute(
+                        self.conn.execute(
                             "MATCH (f:Finding {id: $id}), (m:Memory {id: $m}) "
                             "CREATE (f)-[:FLAGS]->(m)",
                             {"id": fields_of["id"], "m": memory_id},
@@ -132,13 +133,13 @@ class StewardRepository(SessionRepository):
 
     def set_finding(self, finding_id: str, values: dict[str, Any]) -> None:
         assignments = ", ".join(f"f.{k} = $v_{k}" for k in values)
-        self.execute(
+        self.conn.execute(
             f"MATCH (f:Finding {{id: $id}}) SET {assignments}",
             {"id": finding_id, **{f"v_{k}": v for k, v in values.items()}},
         )
 
     def finding(self, finding_id: str) -> dict[str, Any]:
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH (f:Finding {{id: $id}}) RETURN {RETURN_FINDING}", {"id": finding_id}
         )
         if not rows:
@@ -158,7 +159,7 @@ class StewardRepository(SessionRepository):
         params: dict[str, Any] = {"limit": limit}
         equal_to("f", clauses, params, status=status, kind=kind, run=run)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH (f:Finding) {where} RETURN {RETURN_FINDING} "
             f"ORDER BY {_SORTS[sort]}, f.id LIMIT $limit",
             params,
@@ -166,12 +167,31 @@ class StewardRepository(SessionRepository):
         return [_finding(row) for row in rows]
 
     def count_findings(self, status: str = "pending") -> dict[str, int]:
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (f:Finding) WHERE f.status = $status RETURN f.kind, count(*)", {"status": status}
         )
         return {str(kind): int(n) for kind, n in rows}
 
     # -- the audit trail, by run ---------------------------------------------------------------
+
+    def audit(
+        self,
+        *,
+        actor: str,
+        action: str,
+        target: str | None,
+        item: str | None,
+        before: Any,
+        after: Any,
+    ) -> None:
+        """Who changed what, when, from what to what (the JSON of the memory before and after)."""
+        self.conn.execute(
+            "CREATE (:Audit {id: $id, actor: $actor, action: $action, target: $target, "
+            "item: $item, before: $before, after: $after, at: $at})",
+            {"id": new_id(), "actor": actor, "action": action, "target": target, "item": item,
+             "before": json.dumps(before, default=str, ensure_ascii=False),
+             "after": json.dumps(after, default=str, ensure_ascii=False), "at": utcnow()},
+        )  # fmt: skip
 
     def audit_step(
         self,
@@ -185,7 +205,7 @@ class StewardRepository(SessionRepository):
         after: Any,
     ) -> str:
         audit_id = new_id()
-        self.execute(
+        self.conn.execute(
             "CREATE (:Audit {id: $id, actor: $actor, action: $action, target: $target, "
             "item: $item, run: $run, before: $before, after: $after, at: $at})",
             {"id": audit_id, "actor": actor, "action": action, "target": target, "item": item,
@@ -196,7 +216,7 @@ class StewardRepository(SessionRepository):
 
     def audit_rows(self, run_or_action: str) -> list[dict[str, Any]]:
         """The audit rows of a run, of a finding, or the one row with that id, newest first."""
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (a:Audit) WHERE a.run = $key OR a.id = $key OR a.item = $key "
             "RETURN a.id, a.action, a.target, a.item, a.run, a.before, a.after, a.undone_at "
             "ORDER BY a.at DESC",
@@ -212,29 +232,20 @@ class StewardRepository(SessionRepository):
         return found
 
     def mark_undone(self, audit_id: str, at: datetime) -> None:
-        self.execute("MATCH (a:Audit {id: $id}) SET a.undone_at = $at", {"id": audit_id, "at": at})
+        self.conn.execute(
+            "MATCH (a:Audit {id: $id}) SET a.undone_at = $at", {"id": audit_id, "at": at}
+        )
 
     # -- the policy ----------------------------------------------------------------------------
 
     def meta_json(self, key: str) -> dict[str, Any] | None:
-        rows = self.read("MATCH (k:_Meta {key: $key}) RETURN k.value", {"key": key})
+        rows = self.conn.read("MATCH (k:_Meta {key: $key}) RETURN k.value", {"key": key})
         return json.loads(rows[0][0]) if rows and rows[0][0] else None
 
     def set_meta_json(self, key: str, value: dict[str, Any]) -> None:
-        self.execute(
+        self.conn.execute(
             "MERGE (k:_Meta {key: $key}) SET k.value = $value",
             {"key": key, "value": json.dumps(value)},
-        )
-
-    # -- usage ---------------------------------------------------------------------------------
-
-    def add_accesses(self, rows: list[dict[str, Any]], *, at: datetime) -> None:
-        """Add {id, n (uses), t (targeted uses)} to each memory's counts, in one statement."""
-        self.execute(
-            "UNWIND $rows AS r MATCH (m:Memory {id: r.id}) "
-            "SET m.access_count = coalesce(m.access_count, 0) + r.n, "
-            "m.targeted_count = coalesce(m.targeted_count, 0) + r.t, m.accessed_at = $at",
-            {"rows": rows, "at": at},
         )
 
     # -- what detection reads ------------------------------------------------------------------
@@ -247,7 +258,7 @@ class StewardRepository(SessionRepository):
         clauses = [LIVE, "NOT m.kind IN ['summary', 'checkpoint']"]
         params: dict[str, Any] = {}
         equal_to("m", clauses, params, context=context, service=service)
-        return self.read_tuples(
+        return self.conn.read_tuples(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} RETURN m.id, m.kind, m.type, "
             "m.context, m.content, m.title, m.lifecycle, m.importance, coalesce(m.access_count, 0), "
             "m.created_at",
@@ -256,7 +267,7 @@ class StewardRepository(SessionRepository):
 
     def count_live(self) -> int:
         """Live memories, sessions' own records left out: what detection looks at."""
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH (m:Memory) WHERE {LIVE} AND NOT m.kind IN ['summary', 'checkpoint'] "
             "RETURN count(m)"
         )
@@ -264,7 +275,7 @@ class StewardRepository(SessionRepository):
 
     def verified_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of the memories were verified at their last check."""
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (m:Memory) WHERE m.id IN $ids AND m.verify_status = 'verified' RETURN m.id",
             {"ids": list(memory_ids)},
         )
@@ -276,11 +287,11 @@ class StewardRepository(SessionRepository):
         0.7 s at 10k memories against 0.1 s)."""
         wanted = set(memory_ids)
         if len(wanted) > 1000:
-            rows = self.read_tuples(
+            rows = self.conn.read_tuples(
                 f"MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE {LIVE} RETURN m.id, e.id"
             )
         else:
-            rows = self.read_tuples(
+            rows = self.conn.read_tuples(
                 "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN m.id, e.id",
                 {"ids": list(wanted)},
             )
@@ -294,7 +305,7 @@ class StewardRepository(SessionRepository):
     def live_facts(self) -> list[tuple[str, str, str, str, str, str]]:
         """(memory id, subject id, predicate, object id, subject name, object name) of the facts
         extracted from live memories."""
-        return self.read_tuples(
+        return self.conn.read_tuples(
             "MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) "
             f"WHERE {LIVE} AND NOT m.kind IN ['summary', 'checkpoint'] "
             "MATCH (f)-[:SUBJECT]->(s:Entity), (f)-[:OBJECT]->(o:Entity) "
@@ -302,12 +313,12 @@ class StewardRepository(SessionRepository):
         )
 
     def avoid_pairs(self) -> set[tuple[str, str]]:
-        rows = self.read("MATCH (d:Memory)-[:AVOIDS]->(x:Memory) RETURN d.id, x.id")
+        rows = self.conn.read("MATCH (d:Memory)-[:AVOIDS]->(x:Memory) RETURN d.id, x.id")
         return {(a, b) for a, b in rows}
 
     def superseded_but_live(self) -> list[tuple[str, str]]:
         """(newer, older) where the older is still live though a newer one supersedes it."""
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (n:Memory)-[:SUPERSEDES]->(m:Memory) "
             f"WHERE {LIVE} AND n.lifecycle IN ['active', 'canonical'] RETURN n.id, m.id"
         )
@@ -325,7 +336,7 @@ class StewardRepository(SessionRepository):
         ]  # fmt: skip
         params: dict[str, Any] = {"before": before}
         equal_to("m", clauses, params, context=context, service=service)
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} "
             "RETURN m.id, m.kind, m.verified_at, m.accessed_at, m.created_at",
             params,
@@ -338,7 +349,7 @@ class StewardRepository(SessionRepository):
         clauses = [LIVE, "m.type = 'working'", "m.created_at < $before"]
         params: dict[str, Any] = {"before": before}
         equal_to("m", clauses, params, context=context, service=service)
-        rows = self.read(
+        rows = self.conn.read(
             f"MATCH (m:Memory) WHERE {' AND '.join(clauses)} RETURN m.id, m.created_at", params
         )
         return [(a, b) for a, b in rows]
@@ -347,11 +358,11 @@ class StewardRepository(SessionRepository):
         """What other knowledge points at each live memory: AVOIDS, SUPERSEDES and MERGED_INTO
         edges in, and the entities it shares with canonical entries."""
         counts: dict[str, int] = {}
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (x:Memory)-[r:AVOIDS|SUPERSEDES|MERGED_INTO]->(m:Memory) "
             f"WHERE {LIVE} RETURN m.id, count(r)"
         )
-        rows += self.read(
+        rows += self.conn.read(
             "MATCH (c:Memory)-[:MENTIONS]->(e:Entity)<-[:MENTIONS]-(m:Memory) "
             f"WHERE c.lifecycle = 'canonical' AND m.id <> c.id AND {LIVE} "
             "RETURN m.id, count(DISTINCT e)"
@@ -361,11 +372,13 @@ class StewardRepository(SessionRepository):
         return counts
 
     def write_reference_counts(self, counts: dict[str, int]) -> None:
-        with self.transaction():
-            self.execute("MATCH (m:Memory) WHERE m.reference_count > 0 SET m.reference_count = 0")
+        with self.conn.transaction():
+            self.conn.execute(
+                "MATCH (m:Memory) WHERE m.reference_count > 0 SET m.reference_count = 0"
+            )
             rows = [{"id": k, "n": v} for k, v in counts.items()]
             for start in range(0, len(rows), 10_000):
-                self.execute(
+                self.conn.execute(
                     "UNWIND $rows AS r MATCH (m:Memory {id: r.id}) SET m.reference_count = r.n",
                     {"rows": rows[start : start + 10_000]},
                 )
@@ -375,7 +388,7 @@ class StewardRepository(SessionRepository):
     ) -> list[tuple[str, str, datetime]]:
         """Live episodic and working memories older than `before`, at most `max_importance`,
         never used and referenced by nothing: (id, type, created_at)."""
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (m:Memory) WHERE m.lifecycle = 'active' "
             "AND m.type IN ['episodic', 'working'] AND NOT m.kind IN ['summary', 'incident', "
             "'postmortem', 'decision', 'dead_end'] AND m.created_at < $before "
@@ -389,7 +402,7 @@ class StewardRepository(SessionRepository):
 
     def orphan_entities(self) -> list[tuple[str, str]]:
         """(id, name) of entities no memory or chunk mentions and no fact names."""
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (e:Entity) WHERE NOT EXISTS { MATCH ()-[:MENTIONS]->(e) } "
             "AND NOT EXISTS { MATCH (:Fact)-[]->(e) } RETURN e.id, e.name"
         )
@@ -397,55 +410,12 @@ class StewardRepository(SessionRepository):
 
     def orphan_review_items(self) -> list[tuple[str, str]]:
         """(item id, target) of pending review items whose target memory is gone."""
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (r:ReviewItem) WHERE r.status = 'pending' AND r.target IS NOT NULL "
             "OPTIONAL MATCH (m:Memory {id: r.target}) WITH r, m WHERE m IS NULL "
             "RETURN r.id, r.target"
         )
         return [(a, b) for a, b in rows]
-
-    def entity_row(self, entity_id: str) -> dict[str, Any] | None:
-        rows = self.read(
-            "MATCH (e:Entity {id: $id}) RETURN e.name, e.norm, e.key, e.label, e.created_at",
-            {"id": entity_id},
-        )
-        if not rows:
-            return None
-        aliases = self.read(
-            "MATCH (a:EntityAlias) WHERE a.entity = $id RETURN a.norm", {"id": entity_id}
-        )
-        name, norm, key, label, created = rows[0]
-        return {"id": entity_id, "name": name, "norm": norm, "key": key, "label": label,
-                "created_at": created, "aliases": [a for (a,) in aliases]}  # fmt: skip
-
-    def delete_entity(self, entity_id: str) -> None:
-        with self.transaction():
-            self.execute(
-                "MATCH (a:EntityAlias) WHERE a.entity = $id DELETE a",
-                {"id": entity_id},
-                entity_graph=True,
-            )
-            self.execute(
-                "MATCH (e:Entity {id: $id}) DETACH DELETE e", {"id": entity_id}, entity_graph=True
-            )
-
-    def restore_entity(self, row: dict[str, Any]) -> None:
-        with self.transaction():
-            self.execute(
-                "MERGE (e:Entity {id: $id}) SET e.name = $name, e.norm = $norm, e.key = $key, "
-                "e.label = $label, e.created_at = $created_at",
-                {
-                    **{k: row[k] for k in ("id", "name", "norm", "key", "label")},
-                    "created_at": _time(row["created_at"]),
-                },
-                entity_graph=True,
-            )
-            for alias in row["aliases"]:
-                self.execute(
-                    "MERGE (a:EntityAlias {norm: $norm}) SET a.entity = $id",
-                    {"norm": alias, "id": row["id"]},
-                    entity_graph=True,
-                )
 
     # -- sedimentation -------------------------------------------------------------------------
 
@@ -453,7 +423,7 @@ class StewardRepository(SessionRepository):
         """What the sediment cycle decides by, for every live memory (sessions' own records left
         out), in one arrow scan: id, layer, layer_at, layer_by, lifecycle, created_at,
         accessed_at, targeted (uses an id or a filter asked for)."""
-        return self.read_arrow(
+        return self.conn.read_arrow(
             f"MATCH (m:Memory) WHERE {LIVE} AND NOT m.kind IN ['summary', 'checkpoint'] "
             "RETURN m.id AS id, m.layer AS layer, m.layer_at AS layer_at, "
             "m.layer_by AS layer_by, m.lifecycle AS lifecycle, m.created_at AS created_at, "
@@ -464,21 +434,12 @@ class StewardRepository(SessionRepository):
         self, memory_ids: Sequence[str]
     ) -> dict[str, tuple[str | None, datetime | None, str | None]]:
         """(layer, layer_at, layer_by) of each memory found, as stored (a null layer: surface)."""
-        rows = self.read(
+        rows = self.conn.read(
             "UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id, m.layer, m.layer_at, "
             "m.layer_by",
             {"ids": list(memory_ids)},
         )
         return {row[0]: (row[1], row[2], row[3]) for row in rows}
-
-    def memory_labels(self, memory_ids: Sequence[str]) -> dict[str, str]:
-        """Each memory's title, or the start of its content."""
-        rows = self.read(
-            "UNWIND $ids AS i MATCH (m:Memory {id: i}) "
-            "RETURN m.id, coalesce(m.title, substring(m.content, 1, 80))",
-            {"ids": list(memory_ids)},
-        )
-        return {row[0]: row[1] or "" for row in rows}
 
     def set_layers(
         self, layers: Sequence[tuple[str, str | None, datetime | None, str | None]]
@@ -496,38 +457,38 @@ class StewardRepository(SessionRepository):
                 "by": pa.array(how, pa.string()),
             }
         )  # fmt: skip
-        with self.transaction():
+        with self.conn.transaction():
             for start in range(0, len(ids), 50_000):
-                self.query_result(
+                self.conn.query_result(
                     "LOAD FROM $rows MATCH (m:Memory {id: id}) "
                     "SET m.layer = layer, m.layer_at = at, m.layer_by = by",
                     {"rows": table.slice(start, 50_000)},
                 )
-            self.layers_changed(dict(zip(ids, names, strict=True)))
+            self.conn.emit(LayersSet(dict(zip(ids, names, strict=True))))
 
     # -- what an undo restores ------------------------------------------------------------------
 
     def memory_state(self, memory_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The fields a steward action may change, of each memory, as they are now."""
         returns = ", ".join(["m.id", *("m." + f for f in STATE)])
-        rows = self._by_id(list(dict.fromkeys(memory_ids)), returns)  # by key: few ids
+        rows = by_id(self.conn, list(dict.fromkeys(memory_ids)), returns)  # by key: few ids
         return {row[0]: dict(zip(STATE, row[1:], strict=True)) for row in rows}
 
     def restore_state(self, memory_id: str, state: dict[str, Any]) -> None:
         """Put back fields `memory_state` read (times come back from JSON as ISO strings)."""
-        values = {k: _time(v) if k in _TIMES else v for k, v in state.items() if k in STATE}
+        values = {k: time_value(v) if k in _TIMES else v for k, v in state.items() if k in STATE}
         assignments = ", ".join(f"m.{k} = $v_{k}" for k in values)
-        with self.transaction():
-            self.execute(
+        with self.conn.transaction():
+            self.conn.execute(
                 f"MATCH (m:Memory {{id: $id}}) SET {assignments}",
                 {"id": memory_id, **{f"v_{k}": v for k, v in values.items()}},
             )
-            self.memories_changed([memory_id])
+            self.conn.emit(MemoriesChanged([memory_id]))
 
     def delete_edge(self, rel: str, source: str, target: str) -> None:
         if rel not in ("MERGED_INTO", "SUPERSEDES"):
             raise ValueError(f"not an edge the steward makes: {rel}")
-        self.execute(
+        self.conn.execute(
             f"MATCH (a:Memory {{id: $a}})-[r:{rel}]->(b:Memory {{id: $b}}) DELETE r",
             {"a": source, "b": target},
         )

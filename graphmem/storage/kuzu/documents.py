@@ -1,5 +1,6 @@
 """Documents in Kùzu: a file's Document node, its Section tree and its Chunks, written one file per
-transaction, and the in-process structures document search reads (graphmem.indexes.doc_index).
+transaction; the chunks' entities; and document search's reads from the search state
+(graphmem.indexes.doc_index and the chunk vector sets).
 
 A changed file is replaced whole in one transaction, so a run killed at any point leaves every file
 either as it was indexed before or as it is now. Chunk ids carry the hash of their text, so a chunk
@@ -11,7 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -20,21 +21,24 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from graphmem.embeddings.base import EmbeddingSpace
+from graphmem.indexes.changes import DocumentMoved, DocumentRemoved, DocumentWritten
 from graphmem.indexes.doc_index import ChunkInfo, DocInfo, DocumentIndex, SectionInfo
 from graphmem.indexes.entity_index import EntityChange
+from graphmem.indexes.search_state import SearchState
+from graphmem.indexes.vectors import CHUNK_PREFIX, scores_of
 from graphmem.models import utcnow
-from graphmem.storage.entities import EntityRepository, EntityRow, Mention
-from graphmem.storage.pending import CHUNK_EXTRACT
+from graphmem.storage.kuzu.connection import KuzuConnection
+from graphmem.storage.kuzu.graph_writes import put_entities
+from graphmem.storage.kuzu.pending import KuzuPending
+from graphmem.storage.kuzu.vectors import KuzuVectors, chunk_table_for
+from graphmem.storage.protocols.documents import DocumentWrite, IndexedDocument
+from graphmem.storage.protocols.entities import EntityRow, Mention
+from graphmem.storage.protocols.pending import CHUNK_EXTRACT
 
-CHUNK_PREFIX = "Chk_"  # a space's chunk vectors, keyed by chunk id
 # the fields of the console's rows (graphmem.documents.models)
 _SUMMARY = ("path", "title", "source_type", "sections")
 _SECTION = ("section_key", "title", "level", "start_line", "end_line")
 _CITATION = ("memory_id", "title", "content", "lifecycle", "section")
-
-
-def chunk_table_for(space: EmbeddingSpace) -> str:
-    return CHUNK_PREFIX + space.name
 
 
 def _document_row(write: DocumentWrite, at: datetime) -> dict[str, Any]:
@@ -46,47 +50,26 @@ def _document_row(write: DocumentWrite, at: datetime) -> dict[str, Any]:
     }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class IndexedDocument:
-    """What the store knows of an indexed file, to decide whether to index it again."""
+class KuzuDocuments:
+    """graphmem.storage.protocols.Documents over one connection and the search state."""
 
-    path: str
-    uid: str
-    sha256: str
-    rel: str
-
-
-@dataclass(frozen=True)
-class DocumentWrite:
-    """One file as it is now: its document, sections and chunks, and the vectors of the chunks
-    the store does not have yet."""
-
-    doc: DocInfo
-    sha256: str
-    size: int
-    mtime: datetime
-    metadata: dict[str, Any]
-    sections: Sequence[SectionInfo]
-    parents: dict[str, str]  # section key -> its parent's key
-    chunks: Sequence[ChunkInfo]
-    search_texts: Sequence[str]  # analysed text of each chunk (graphmem.text.index_text)
-    new_vectors: dict[str, npt.NDArray[np.float32]]
-
-
-class DocumentRepository(EntityRepository):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._doc_index: DocumentIndex | None = None
-
-    def _on_rollback(self) -> None:
-        super()._on_rollback()
-        self._doc_index = None
+    def __init__(
+        self,
+        conn: KuzuConnection,
+        state: SearchState,
+        vectors: KuzuVectors,
+        pending: KuzuPending,
+    ) -> None:
+        self.conn = conn
+        self.state = state
+        self.vectors = vectors
+        self.pending = pending
 
     # -- what is indexed ------------------------------------------------------------------------
 
     def indexed_documents(self, root: str) -> dict[str, IndexedDocument]:
         """path -> the indexed document, of the files indexed under `root` ("" for the project)."""
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL AND d.root = $root "
             "RETURN d.path, d.uid, d.indexed_sha, d.rel",
             {"root": root},
@@ -95,39 +78,42 @@ class DocumentRepository(EntityRepository):
 
     def indexed_locations(self) -> tuple[list[str], list[str]]:
         """(rel of every indexed project document, every outside root documents came from)."""
-        rows = self.read("MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL RETURN d.rel, d.root")
+        rows = self.conn.read(
+            "MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL RETURN d.rel, d.root"
+        )
         return [r for r, root in rows if not root], sorted({root for _, root in rows if root})
 
     def chunk_ids_of(self, uid: str) -> set[str]:
-        rows = self.read("MATCH (c:Chunk) WHERE c.doc = $uid RETURN c.id", {"uid": uid})
+        rows = self.conn.read("MATCH (c:Chunk) WHERE c.doc = $uid RETURN c.id", {"uid": uid})
         return {r[0] for r in rows}
 
     def chunk_vector_ids(self, space: EmbeddingSpace, ids: Iterable[str]) -> set[str]:
         """Those of `ids` that have a vector in the space."""
         table = chunk_table_for(space)
-        if table not in self.table_names():
+        if table not in self.conn.table_names():
             return set()
-        known = self._read_matrix(table, space.dim, lambda m: m.ids)
+        known = self.state.read_matrix(table, space.dim, lambda m: m.ids)
         return {i for i in ids if i in known}
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def write_documents(self, writes: Sequence[DocumentWrite], space: EmbeddingSpace) -> None:
+    def write(self, writes: Sequence[DocumentWrite], space: EmbeddingSpace) -> None:
         """Replace the files' sections and chunks in one transaction (a file is never half
         written); chunks that vanished lose their vectors, new ones get theirs."""
         if not writes:
             return
         uids = [w.doc.uid for w in writes]
         keep = {c.id for w in writes for c in w.chunks}
-        with self._lock:
-            self._ensure_table(chunk_table_for(space), space.dim)
-        with self.transaction():
+        self.vectors.ensure_table(chunk_table_for(space), space.dim)
+        with self.conn.transaction():
             old = {
                 r[0]
-                for r in self.read("MATCH (c:Chunk) WHERE c.doc IN $u RETURN c.id", {"u": uids})
+                for r in self.conn.read(
+                    "MATCH (c:Chunk) WHERE c.doc IN $u RETURN c.id", {"u": uids}
+                )
             }
             now = utcnow()
-            self.execute(
+            self.conn.execute(
                 "UNWIND $docs AS r MERGE (d:Document {path: r.path}) SET d.uid = r.uid, "
                 "d.root = r.root, d.rel = r.rel, d.title = r.title, d.source_type = r.type, "
                 "d.indexed_sha = r.sha, d.size = r.size, d.mtime = r.mtime, d.indexed_at = r.at, "
@@ -144,31 +130,25 @@ class DocumentRepository(EntityRepository):
                 [c for w in writes for c in w.chunks], [t for w in writes for t in w.search_texts]
             )
             # every chunk written waits for extraction (its mentions went with the old node)
-            self.put_pending(CHUNK_EXTRACT, sorted(keep), at=now)
+            self.pending.put(CHUNK_EXTRACT, sorted(keep), at=now)
             gone = old - keep
             if gone:
-                self._delete_rows(chunk_table_for(space), gone)
-                self.finish_pending(CHUNK_EXTRACT, sorted(gone))
+                self.vectors.delete_rows(chunk_table_for(space), gone)
+                self.pending.finish(CHUNK_EXTRACT, sorted(gone))
             new = {k: v for w in writes for k, v in w.new_vectors.items()}
             if new:
                 matrix = np.stack(list(new.values())).astype(np.float32)
-                self._insert(chunk_table_for(space), space, list(new), matrix)
-            self.content_changed()
-
-            def update() -> None:
-                if self._doc_index is not None:
-                    for w in writes:
-                        self._doc_index.replace(w.doc, w.sections, w.chunks, w.search_texts)
-
-            self.after_commit(update)
+                self.vectors.insert(chunk_table_for(space), space, list(new), matrix)
+            for w in writes:
+                self.conn.emit(DocumentWritten(w.doc, w.sections, w.chunks, w.search_texts))
 
     def _drop_structure(self, uids: Sequence[str]) -> None:
-        self.execute(
+        self.conn.execute(
             "MATCH (c:Chunk) WHERE c.doc IN $u DETACH DELETE c",
             {"u": list(uids)},
             entity_graph=True,
         )
-        self.execute(
+        self.conn.execute(
             "MATCH (s:Section) WHERE s.doc IN $u DETACH DELETE s",
             {"u": list(uids)},
             entity_graph=True,
@@ -195,15 +175,15 @@ class DocumentRepository(EntityRepository):
             }
         )
         fields = ", ".join(f"{name}: {name}" for name in table.column_names)
-        self.query_result(f"LOAD FROM $t CREATE (:Section {{{fields}}})", {"t": table})
-        self.execute(
+        self.conn.query_result(f"LOAD FROM $t CREATE (:Section {{{fields}}})", {"t": table})
+        self.conn.execute(
             "MATCH (d:Document), (s:Section) WHERE d.uid IN $u AND s.doc = d.uid "
             "CREATE (d)-[:HAS_SECTION]->(s)",
             {"u": list(uids)},
         )
         pairs = [{"c": child, "p": parent} for child, parent in parents.items()]
         if pairs:
-            self.execute(
+            self.conn.execute(
                 "UNWIND $pairs AS p MATCH (c:Section {key: p.c}), (s:Section {key: p.p}) "
                 "CREATE (c)-[:CHILD_OF]->(s)",
                 {"pairs": pairs},
@@ -225,8 +205,8 @@ class DocumentRepository(EntityRepository):
             }
         )
         fields = ", ".join(f"{name}: {name}" for name in table.column_names)
-        self.query_result(f"LOAD FROM $t CREATE (:Chunk {{{fields}}})", {"t": table})
-        self.execute(
+        self.conn.query_result(f"LOAD FROM $t CREATE (:Chunk {{{fields}}})", {"t": table})
+        self.conn.execute(
             "UNWIND $pairs AS p MATCH (c:Chunk {id: p.c}), (s:Section {key: p.s}) "
             "CREATE (c)-[:IN_SECTION]->(s)",
             {"pairs": [{"c": c.id, "s": c.section} for c in chunks]},
@@ -234,92 +214,80 @@ class DocumentRepository(EntityRepository):
         ordered = sorted(chunks, key=lambda c: (c.doc, c.ord))
         pairs = [{"a": a.id, "b": b.id} for a, b in itertools.pairwise(ordered) if a.doc == b.doc]
         if pairs:
-            self.execute(
+            self.conn.execute(
                 "UNWIND $pairs AS p MATCH (a:Chunk {id: p.a}), (b:Chunk {id: p.b}) "
                 "CREATE (a)-[:NEXT]->(b)",
                 {"pairs": pairs},
             )
 
-    def move_document(self, old_path: str, doc: DocInfo) -> None:
+    def move(self, old_path: str, doc: DocInfo) -> None:
         """A renamed file: its sections and chunks stay (they are keyed by the document's uid);
         the node moves to the new path with the citations that pointed at the old one."""
-        with self.transaction():
-            self.execute(
+        with self.conn.transaction():
+            self.conn.execute(
                 "MATCH (o:Document {path: $old}) "
                 "CREATE (:Document {path: $new, uid: o.uid, root: $root, rel: $rel, title: o.title, "
                 "source_type: o.source_type, indexed_sha: o.indexed_sha, sha256: o.sha256, "
                 "size: o.size, mtime: o.mtime, indexed_at: o.indexed_at, metadata: o.metadata})",
                 {"old": old_path, "new": doc.path, "root": doc.root, "rel": doc.rel},
             )
-            self.execute(
+            self.conn.execute(
                 "MATCH (d:Document {path: $new}), (s:Section) WHERE s.doc = d.uid "
                 "CREATE (d)-[:HAS_SECTION]->(s)",
                 {"new": doc.path},
             )
-            self.execute(
+            self.conn.execute(
                 "MATCH (m:Memory)-[c:CITES]->(:Document {path: $old}), (d:Document {path: $new}) "
                 "CREATE (m)-[:CITES {section: c.section, sha256_at_verify: c.sha256_at_verify, "
                 "at: c.at}]->(d)",
                 {"old": old_path, "new": doc.path},
             )
-            self.execute(
+            self.conn.execute(
                 "MATCH (o:Document {path: $old}) DETACH DELETE o",
                 {"old": old_path},
                 entity_graph=True,
             )
-            self.content_changed()
+            self.conn.emit(DocumentMoved(doc))
 
-            def update() -> None:
-                if self._doc_index is not None:
-                    self._doc_index.move(doc)
-
-            self.after_commit(update)
-
-    def remove_documents(self, paths: Sequence[str], spaces: Sequence[EmbeddingSpace]) -> None:
+    def remove(self, paths: Sequence[str], spaces: Sequence[EmbeddingSpace]) -> None:
         """Files that are gone: their sections, chunks and chunk vectors. A document that
         memories cite keeps its node (the citation then reports the file missing)."""
         for path in paths:
-            with self.transaction():
-                rows = self.read("MATCH (d:Document {path: $p}) RETURN d.uid", {"p": path})
+            with self.conn.transaction():
+                rows = self.conn.read("MATCH (d:Document {path: $p}) RETURN d.uid", {"p": path})
                 if not rows or rows[0][0] is None:
                     continue
                 uid = rows[0][0]
                 ids = self.chunk_ids_of(uid)
                 self._drop_structure([uid])
-                self.finish_pending(CHUNK_EXTRACT, sorted(ids))
+                self.pending.finish(CHUNK_EXTRACT, sorted(ids))
                 for space in spaces:
-                    if chunk_table_for(space) in self.table_names():
-                        self._delete_rows(chunk_table_for(space), ids)
-                self.execute(
+                    if chunk_table_for(space) in self.conn.table_names():
+                        self.vectors.delete_rows(chunk_table_for(space), ids)
+                self.conn.execute(
                     "MATCH (d:Document {path: $p}) WHERE NOT EXISTS { MATCH (:Memory)-[:CITES]->(d) } "
                     "DELETE d",
                     {"p": path},
                 )
-                self.execute(
+                self.conn.execute(
                     "MATCH (d:Document {path: $p}) SET d.indexed_sha = NULL, d.uid = NULL",
                     {"p": path},
                 )
-                self.content_changed()
-
-                def update(uid: str = uid) -> None:
-                    if self._doc_index is not None:
-                        self._doc_index.remove(uid)
-
-                self.after_commit(update)
+                self.conn.emit(DocumentRemoved(uid))
 
     # -- ADRs that supersede others -------------------------------------------------------------
 
     def state_supersessions(self, stated_by: str, pairs: Sequence[tuple[str, str]]) -> None:
         """What the document at path `stated_by` says it supersedes or is superseded by, as
         (newer path, older path): it replaces what it said before."""
-        with self.transaction():
-            self.execute(
+        with self.conn.transaction():
+            self.conn.execute(
                 "MATCH (:Document)-[s:SUPERSEDES]->(:Document) WHERE s.reason = $by DELETE s",
                 {"by": stated_by},
                 entity_graph=True,
             )
             if pairs:
-                self.execute(
+                self.conn.execute(
                     "UNWIND $pairs AS p MATCH (n:Document {path: p.n}), (o:Document {path: p.o}) "
                     "MERGE (n)-[s:SUPERSEDES]->(o) SET s.reason = $by, s.at = $at",
                     {"pairs": [{"n": n, "o": o} for n, o in pairs], "by": stated_by,
@@ -327,10 +295,10 @@ class DocumentRepository(EntityRepository):
                     entity_graph=True,
                 )  # fmt: skip
 
-    def document_chain(self, path: str) -> list[tuple[str, str, str, str | None]]:
+    def chain(self, path: str) -> list[tuple[str, str, str, str | None]]:
         """(path, rel, title, the rel of what superseded it) of every document linked to `path`
         by SUPERSEDES, itself included, in no particular order."""
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (a:Document {path: $p})-[:SUPERSEDES*1..30]-(d:Document) RETURN DISTINCT d.path "
             "UNION MATCH (d:Document {path: $p}) RETURN d.path",
             {"p": path},
@@ -338,7 +306,7 @@ class DocumentRepository(EntityRepository):
         found = [r[0] for r in rows]
         out = []
         for doc_path in found:
-            info = self.read(
+            info = self.conn.read(
                 "MATCH (d:Document {path: $p}) OPTIONAL MATCH (n:Document)-[:SUPERSEDES]->(d) "
                 "RETURN d.rel, d.title, n.rel",
                 {"p": doc_path},
@@ -349,30 +317,30 @@ class DocumentRepository(EntityRepository):
 
     # -- what the console shows -----------------------------------------------------------------
 
-    def document_overview(self, *, limit: int) -> list[dict[str, Any]]:
+    def overview(self, *, limit: int) -> list[dict[str, Any]]:
         """Every Document node (indexed, or made by a citation), by path, with its count of
         sections."""
-        rows = self.read(
+        rows = self.conn.read(
             "MATCH (d:Document) OPTIONAL MATCH (d)-[:HAS_SECTION]->(s:Section) "
             "RETURN d.path, d.title, d.source_type, count(s) ORDER BY d.path LIMIT $limit",
             {"limit": limit},
         )
         return [dict(zip(_SUMMARY, row, strict=True)) for row in rows]
 
-    def document_page(self, path: str) -> dict[str, Any] | None:
+    def page(self, path: str) -> dict[str, Any] | None:
         """The Document at `path`, its sections in reading order and the memories citing it,
         oldest first; None when there is none."""
-        found = self.read(
+        found = self.conn.read(
             "MATCH (d:Document {path: $p}) RETURN d.title, d.source_type, d.indexed_at", {"p": path}
         )
         if not found:
             return None
-        sections = self.read(
+        sections = self.conn.read(
             "MATCH (d:Document {path: $p})-[:HAS_SECTION]->(s:Section) RETURN s.section_key, "
             "s.title, s.level, s.start_line, s.end_line ORDER BY s.ord",
             {"p": path},
         )
-        cited = self.read(
+        cited = self.conn.read(
             "MATCH (m:Memory)-[c:CITES]->(d:Document {path: $p}) "
             "RETURN m.id, m.title, m.content, m.lifecycle, c.section ORDER BY m.created_at",
             {"p": path},
@@ -390,17 +358,17 @@ class DocumentRepository(EntityRepository):
         """(id, text) of up to `limit` chunks whose entities are not extracted yet (read from
         the Pending table, then by primary key). A chunk deleted behind the store's back (by a
         caller's Cypher) has nothing left to extract."""
-        while waiting := self.pending_items(CHUNK_EXTRACT, limit=limit):
+        while waiting := self.pending.items(CHUNK_EXTRACT, limit=limit):
             found = [
                 (row[0], row[1])
                 for chunk_id in waiting
-                for row in self.read(
+                for row in self.conn.read(
                     "MATCH (c:Chunk {id: $id}) RETURN c.id, c.text", {"id": chunk_id}
                 )
             ]
             gone = set(waiting).difference(chunk_id for chunk_id, _ in found)
             if gone:
-                self.finish_pending(CHUNK_EXTRACT, sorted(gone))
+                self.pending.finish(CHUNK_EXTRACT, sorted(gone))
             if found:
                 return found
         return []
@@ -414,7 +382,7 @@ class DocumentRepository(EntityRepository):
         for entity_id in entity_ids:
             out += [
                 (entity_id, r[0])
-                for r in self.read(
+                for r in self.conn.read(
                     "MATCH (c:Chunk)-[:MENTIONS]->(:Entity {id: $e}) RETURN c.id LIMIT $n",
                     {"e": entity_id, "n": limit},
                 )
@@ -422,7 +390,7 @@ class DocumentRepository(EntityRepository):
         return out
 
     def count_pending_chunks(self) -> int:
-        return self.pending_counts()[CHUNK_EXTRACT]
+        return self.pending.counts()[CHUNK_EXTRACT]
 
     def write_chunk_mentions(
         self,
@@ -436,80 +404,46 @@ class DocumentRepository(EntityRepository):
     ) -> None:
         """The entities the chunks name, in one transaction, and the chunks marked done. A
         chunk replaced meanwhile (its file changed) is gone, and so are its mentions."""
-        with self.described_entity_writes() as said:
-            self._put_entities(entities, aliases, at=at)
+        with self.conn.described_entity_writes():
+            put_entities(self.conn, entities, aliases, at=at)
             # a chunk's mentions are not the memories' the entity index holds
-            said.append(EntityChange([(e.id, e.name, e.label) for e in entities], aliases))
+            self.conn.emit(EntityChange([(e.id, e.name, e.label) for e in entities], aliases))
             if mentions:
-                self.execute(
+                self.conn.execute(
                     "UNWIND $rows AS r MATCH (c:Chunk {id: r.memory_id}), (e:Entity {id: r.entity_id}) "
                     "CREATE (c)-[:MENTIONS {name: r.name, extractor: $x}]->(e)",
                     {"rows": [asdict(m) for m in mentions], "x": extractor},
                     entity_graph=True,
                 )
-            self.execute(
+            self.conn.execute(
                 "MATCH (c:Chunk) WHERE c.id IN $ids SET c.extracted_by = $x",
                 {"ids": list(chunk_ids), "x": extractor},
             )
-            self.finish_pending(CHUNK_EXTRACT, chunk_ids)
+            self.pending.finish(CHUNK_EXTRACT, chunk_ids)
 
     # -- reads for search -----------------------------------------------------------------------
 
-    def document_index(self) -> DocumentIndex:
-        """Sections, chunks and their keyword postings, read once per process and kept in step
-        with this process's writes."""
-        index = self._doc_index
-        if index is not None:  # without the writer's lock: a search never waits for a write
-            return index
-        with self._lock:
-            if self._doc_index is None:
-                self._doc_index = DocumentIndex.load(*self.document_rows())
-            return self._doc_index
-
-    def document_rows(self) -> tuple[list[tuple[Any, ...]], ...]:
-        """What `DocumentIndex.load` is built from: indexed documents, sections, chunks."""
-        docs = self.read_tuples(
-            "MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL "
-            "RETURN d.uid, d.path, d.root, d.rel, d.title, d.source_type"
-        )
-        sections = self.read_tuples(
-            "MATCH (s:Section) RETURN s.key, s.doc, s.section_key, s.title, s.level, "
-            "s.breadcrumb, s.ord, s.start_line, s.end_line"
-        )
-        chunks = self.read_tuples(
-            "MATCH (c:Chunk) RETURN c.id, c.doc, c.section, c.ord, c.text, c.start_line, "
-            "c.end_line, c.search_text"
-        )
-        return docs, sections, chunks
+    def index(self) -> DocumentIndex:
+        return self.state.document_index()
 
     def nearest_chunks(
         self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], top: int
     ) -> list[tuple[str, float]]:
         table = chunk_table_for(space)
-        if table not in self.table_names():
+        if table not in self.conn.table_names():
             return []
-        return self._nearest(table, space.dim, vector, top)
+        return self.vectors.nearest_in(table, space.dim, vector, top)
 
     def chunk_scores(
         self, space: EmbeddingSpace, vector: npt.NDArray[np.float32], ids: Sequence[str]
     ) -> dict[str, float]:
         """Cosine of each of `ids` that has a vector in the space."""
         table = chunk_table_for(space)
-        if not ids or table not in self.table_names():
+        if not ids or table not in self.conn.table_names():
             return {}
+        found = self.state.read_matrix(table, space.dim, lambda m: m.rows_of(ids, space.dim))
+        return scores_of(found, vector)
 
-        def take(cached: Any) -> tuple[npt.NDArray[np.float32], list[tuple[str, int]]]:
-            matrix = cached.matrix(space.dim)
-            return matrix, cached.ids.within(list(ids), len(matrix))
-
-        matrix, found = self._read_matrix(table, space.dim, take)
-        if not found:
-            return {}
-        scores = matrix[[row for _, row in found]] @ vector
-        return {i: float(s) for (i, _), s in zip(found, scores.tolist(), strict=True)}
-
-    def document_spaces(self) -> set[str]:
-        """Names of the embedding spaces that hold chunk vectors."""
-        return {
-            t.removeprefix(CHUNK_PREFIX) for t in self.table_names() if t.startswith(CHUNK_PREFIX)
-        }
+    def spaces(self) -> set[str]:
+        names = self.conn.table_names()
+        return {t.removeprefix(CHUNK_PREFIX) for t in names if t.startswith(CHUNK_PREFIX)}
