@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 PREFIX = "/console"
 DEFERRED_LIMIT = 100
+VERIFY_STATUSES = ("verified", "failed", "needs_update")
 FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
 Page = Callable[[Request, Session], Response]
 
@@ -197,6 +198,7 @@ class Console:
             request, "search.html", session, query=query, chosen=chosen, scope=scope,
             recipe=recipe or "", compare=compare or "", columns=columns,
             recipes=sorted(RECIPES), choices=_choices(), **landing,
+            done=views.curated_message(args.get("done", ""), args.get("item", "")),
         )  # fmt: skip
 
     def _landing(self) -> dict[str, Any]:
@@ -228,14 +230,73 @@ class Console:
         graph = self.gm.memory_graph(memory_id)
         timeline = self.gm.knowledge_timeline(memory_id=memory_id)
         label = memory.title or memory.content
+        args = request.query_params
         return self.render(
             request, "memory.html", session, memory=memory, graph=graph, timeline=timeline,
+            done=views.curated_message(args.get("done", ""), args.get("item", "")),
+            verify_statuses=VERIFY_STATUSES,
             drawn_neighbourhood=drawing.neighbourhood(
                 graph, label, href("memory", memory.id), _memory_link, _entity_link
             ),
             versions=drawing.versions(timeline.entries, memory.id, _memory_link)
             if len(timeline.entries) > 1 else None,
         )  # fmt: skip
+
+    async def curate(self, request: Request) -> Response:
+        form = await self._form(request)  # read here: the page itself runs in a worker thread
+        endpoint = self.page(lambda request, session: self._curate(request, session, form))
+        return await run_in_threadpool(endpoint, request)
+
+    def _curate(self, request: Request, session: Session, form: Mapping[str, str]) -> Response:
+        """One change to a memory from its page, through the operation the CLI and MCP call;
+        back on the memory's page (the search page after a delete) saying what was done."""
+        if not csrf_matches(session, form.get("csrf")):
+            return Response("missing or wrong CSRF token", 403)
+        memory_id, action = request.path_params["memory_id"], request.path_params["action"]
+        if action not in views.CURATED:
+            raise NotFound(f"no action {action!r} on a memory")
+        memory, item = self.gm.get(memory_id), ""
+        if action == "edit":
+            changes = views.edited(memory, form)
+            if not changes:
+                raise InvalidInput("nothing changed: edit the content, the title or the tags")
+            self.gm.update(memory_id, **changes)
+        elif action == "outdated":
+            successor = self._other(form.get("superseded_by", ""), required=False)
+            self.gm.mark_outdated(
+                memory_id, reason=form.get("reason", ""), superseded_by=successor or None
+            )
+            item = successor
+        elif action == "verify":
+            self.gm.verify_entry(
+                memory_id, method=form.get("method", ""), status=form.get("status", ""),
+                note=form.get("note", "").strip() or None,
+            )  # fmt: skip
+        elif action == "canonical":
+            self.gm.promote_to_canonical(memory_id, owner=form.get("owner", ""))
+        elif action == "merge":
+            item = self._other(form.get("duplicate", ""), required=True)
+            self.gm.merge_duplicates(
+                memory_id, [item], reason=form.get("reason", "").strip() or None
+            )
+        else:  # delete: for good, so only when the box saying so is ticked
+            if form.get("confirm") != "yes":
+                raise InvalidInput("tick the box to confirm: a deleted memory cannot come back")
+            self.gm.delete(memory_id)
+            return RedirectResponse(href("search", done="delete", item=memory_id), 303)
+        return RedirectResponse(href("memory", memory_id, done=action, item=item), 303)
+
+    def _other(self, given: str, *, required: bool) -> str:
+        """The id of the other memory an action names, refused (400) when there is none."""
+        other = given.strip()
+        if not other:
+            if required:
+                raise InvalidInput("give the id of the other memory")
+            return ""
+        try:
+            return self.gm.get(other).id
+        except NotFound:
+            raise InvalidInput(f"no memory with id {other!r}", id=other) from None
 
     def entity(self, request: Request, session: Session) -> Response:
         entity = self.gm.entity_page(request.path_params["entity_id"])
@@ -351,6 +412,7 @@ def build_console(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = No
         Route("/logout", console.logout, methods=["POST"]),
         Route("/search", page(console.search)),
         Route("/memory/{memory_id}", page(console.memory)),
+        Route("/memory/{memory_id}/{action}", console.curate, methods=["POST"]),
         Route("/entity/{entity_id}", page(console.entity)),
         Route("/multihop", page(console.multihop)),
         Route("/inbox", page(console.inbox)),

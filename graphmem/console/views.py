@@ -18,6 +18,38 @@ DONE = {
 }
 
 
+# what a change from a memory's page did, by action; `{}` is the other memory's id
+CURATED = {
+    "edit": "Saved the changes",
+    "outdated": "Marked outdated",
+    "verify": "Recorded the check",
+    "canonical": "Promoted to canonical",
+    "merge": "Merged {} into this memory: it is archived and points here",
+    "delete": "Deleted memory {}",
+}
+
+
+def curated_message(done: str, item: str) -> str:
+    template = CURATED.get(done, "")
+    if "{}" in template:
+        return template.format(item) if item else ""
+    if done == "outdated" and item:
+        return f"Marked outdated, superseded by {item}"
+    return template
+
+
+def edited(memory: Any, form: Mapping[str, str]) -> dict[str, Any]:
+    """The fields an edit form changes: content, title, and tags one a line; a browser sends a
+    text area's lines ending in CR LF, read as LF so text left alone is not a change."""
+    given = {
+        "content": form.get("content", "").replace("\r\n", "\n"),
+        "title": form.get("title", "").replace("\r\n", "\n").strip(),
+        "tags": [t.strip() for t in form.get("tags", "").splitlines() if t.strip()],
+    }
+    current = {"content": memory.content, "title": memory.title or "", "tags": list(memory.tags)}
+    return {k: v for k, v in given.items() if v != current[k]}
+
+
 def done_message(done: str, item: str) -> str:
     template = DONE.get(done)
     return template.format(item) if template and item else ""

@@ -227,3 +227,51 @@ def test_at_the_width_of_a_phone_no_page_scrolls_sideways(
         phone.screenshot(path=shots / "phone.png", full_page=True)
     finally:
         context.close()
+
+
+def test_a_person_curates_a_memory_holding_markup_and_no_script_runs(
+    page: Any, console: str, seeded: Seeded, beacon: Beacon, shots: Path
+) -> None:
+    gm = seeded.gm
+    hostile = gm.remember(
+        "</textarea><script>window.pwned = 10</script>" + "x" * 300,
+        title='"><img src=x onerror="window.pwned = 11">', tags=["</textarea><b>tag</b>"],
+    )  # fmt: skip
+    successor = gm.remember('<svg onload="window.pwned = 12"></svg> the newer note')
+    sign_in(page, console, shots)
+    page.goto(f"{console}/memory/{hostile.id}")
+    page.click("#curate-edit summary")
+    assert page.input_value("#curate-edit input[name=title]") == hostile.title
+    assert page.input_value("#curate-edit textarea[name=content]") == hostile.content
+    page.screenshot(path=shots / "curate.png", full_page=True)
+    page.fill("#curate-edit input[name=title]", "<i>still text</i> " + "y" * 200)
+    page.click("#curate-edit button[type=submit]")
+    page.wait_for_selector("p.done")
+    assert gm.get(hostile.id).title == "<i>still text</i> " + "y" * 200
+    assert gm.get(hostile.id).content == hostile.content  # the text area gave it back unchanged
+    assert gm.get(hostile.id).tags == hostile.tags
+
+    page.click("#curate-verify summary")
+    page.fill("#curate-verify input[name=method]", "<script>window.pwned = 13</script>")
+    page.click("#curate-verify button[type=submit]")
+    page.wait_for_selector("p.done")
+    page.click("#curate-outdated summary")
+    page.fill("#curate-outdated input[name=reason]", '<img src=x onerror="window.pwned = 14">')
+    page.fill("#curate-outdated input[name=superseded_by]", successor.id)
+    page.click("#curate-outdated button[type=submit]")
+    page.wait_for_selector("p.done")
+    assert successor.id in page.inner_text("p.done")
+    assert gm.get(hostile.id).lifecycle == "superseded"
+
+    page.goto(f"{console}/memory/{successor.id}")
+    page.click("#curate-delete summary")
+    page.check("#curate-delete input[name=confirm]")
+    page.click("#curate-delete button[type=submit]")
+    page.wait_for_url(f"{console}/search?*")
+    assert f"Deleted memory {successor.id}" in page.inner_text("p.done")
+    page.goto(f"{console}/memory/{hostile.id}")
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    assert beacon.hits == []
+    wide = page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= 1280, wide
