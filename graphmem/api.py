@@ -54,6 +54,7 @@ from graphmem.sessions.models import ResolveReport, ReviewQueue, SessionPlan
 from graphmem.settings import Settings
 from graphmem.steward.models import (
     FINDINGS_LISTED,
+    AuditPage,
     ConflictsReport,
     Finding,
     InboxPage,
@@ -313,6 +314,8 @@ class StewardAPI(Protocol):
     def steward_report(self, run: str | None = None) -> StewardRun: ...
 
     def steward_undo(self, run_or_action: str, *, actor: str = "user") -> UndoReport: ...
+
+    def audit_log(self, *, limit: int = 50) -> AuditPage: ...
 
     def sweep_archive(self, *, dry_run: bool = True, actor: str = "user") -> SweepReport: ...
 

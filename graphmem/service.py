@@ -18,6 +18,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from graphmem import registry
 from graphmem.admin_ops import AdminOps
 from graphmem.agents.context import HookOps
+from graphmem.curation import CurationOps
 from graphmem.documents.ops import DocumentOps
 from graphmem.embeddings.base import Embedder
 from graphmem.graph.ops import GraphOps
@@ -83,6 +84,7 @@ class GraphMemory:
         self.memories = MemoryOps(context, self.documents)
         self.admin = AdminOps(context, self.memories, self.passages)
         self.knowledge = KnowledgeOps(context, self.memories, self.documents)
+        self.curation = CurationOps(context, self.memories, self.knowledge)
         self.graph = GraphOps(context, self.memories, self.knowledge)
         self.steward = StewardOps(context, self.memories, self.knowledge)
         self.upkeep = UpkeepOps(context, self.steward)
@@ -167,7 +169,7 @@ class GraphMemory:
     recall = _delegate(MemoryOps.recall)
     recall_scoped = _delegate(MemoryOps.recall_scoped, "memories")
     get = _delegate(MemoryOps.get)
-    update = _delegate(MemoryOps.update)
+    update = _delegate(CurationOps.update)
     delete = _delegate(MemoryOps.delete)
     stats = _delegate(MemoryOps.stats)
     list = _delegate(MemoryOps.list)
@@ -192,18 +194,18 @@ class GraphMemory:
     store_incident = _delegate(KnowledgeOps.store_incident)
     store_runbook = _delegate(KnowledgeOps.store_runbook)
     store_postmortem = _delegate(KnowledgeOps.store_postmortem)
-    mark_outdated = _delegate(KnowledgeOps.mark_outdated)
-    merge_duplicates = _delegate(KnowledgeOps.merge_duplicates)
+    mark_outdated = _delegate(CurationOps.mark_outdated)
+    merge_duplicates = _delegate(CurationOps.merge_duplicates)
     search_runbooks = _delegate(KnowledgeOps.search_runbooks)
     recall_similar_incidents = _delegate(KnowledgeOps.recall_similar_incidents)
-    promote_to_canonical = _delegate(KnowledgeOps.promote_to_canonical)
+    promote_to_canonical = _delegate(CurationOps.promote_to_canonical)
     list_canonical_knowledge = _delegate(KnowledgeOps.list_canonical_knowledge)
     recall_canonical_knowledge = _delegate(KnowledgeOps.recall_canonical_knowledge)
     project_bank_view = _delegate(KnowledgeOps.project_bank_view)
     recall_as_of = _delegate(KnowledgeOps.recall_as_of)
     knowledge_timeline = _delegate(KnowledgeOps.knowledge_timeline)
     cite_source = _delegate(KnowledgeOps.cite_source)
-    verify_entry = _delegate(KnowledgeOps.verify_entry)
+    verify_entry = _delegate(CurationOps.verify_entry)
     verification_candidates = _delegate(KnowledgeOps.verification_candidates)
     drift_scan = _delegate(KnowledgeOps.drift_scan)
 
@@ -248,6 +250,7 @@ class GraphMemory:
     steward_status = _delegate(StewardOps.steward_status)
     steward_report = _delegate(StewardOps.steward_report)
     steward_undo = _delegate(StewardOps.steward_undo)
+    audit_log = _delegate(CurationOps.audit_log)
     conflicts_report = _delegate(StewardOps.conflicts_report)
     steward_status_last_finished = _delegate(StewardOps.steward_status_last_finished, "steward")
     sweep_archive = _delegate(UpkeepOps.sweep_archive)

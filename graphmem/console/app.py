@@ -33,7 +33,7 @@ from graphmem.console.auth import (
     same_origin,
 )
 from graphmem.documents.models import DocumentSummary
-from graphmem.errors import GraphmemError, InvalidInput, NotFound
+from graphmem.errors import Conflict, GraphmemError, InvalidInput, NotFound
 from graphmem.models import Lifecycle, MemoryKind, MemoryType
 from graphmem.recall.config import RECIPES
 from graphmem.recall.warnings import dead_end_label
@@ -44,14 +44,16 @@ if TYPE_CHECKING:
 
 PREFIX = "/console"
 DEFERRED_LIMIT = 100
+AUDIT_LIMIT = 100
 VERIFY_STATUSES = ("verified", "failed", "needs_update")
 FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
 Page = Callable[[Request, Session], Response]
 
 
-def href(kind: str, value: str = "", **query: Any) -> str:
-    """A console URL; ids and paths are quoted whole, so no stored text can become a scheme."""
-    path = f"{PREFIX}/{kind}" + (f"/{quote(value, safe='')}" if value else "")
+def href(kind: str, *values: str, **query: Any) -> str:
+    """A console URL, `values` its path's segments after `kind`; ids and paths are quoted
+    whole, so no stored text can become a scheme."""
+    path = f"{PREFIX}/{kind}" + "".join(f"/{quote(v, safe='')}" for v in values if v)
     args = {k: v for k, v in query.items() if v not in (None, "")}
     return path + ("?" + urlencode(args) if args else "")
 
@@ -298,6 +300,30 @@ class Console:
         except NotFound:
             raise InvalidInput(f"no memory with id {other!r}", id=other) from None
 
+    def audit(self, request: Request, session: Session) -> Response:
+        """The newest audited changes, by hand and by the steward, each undoable one with its
+        Undo button."""
+        args = request.query_params
+        return self.render(
+            request, "audit.html", session, entries=self.gm.audit_log(limit=AUDIT_LIMIT).entries,
+            done=views.done_message(args.get("done", ""), args.get("item", "")),
+        )  # fmt: skip
+
+    async def undo(self, request: Request) -> Response:
+        form = await self._form(request)  # read here: the page itself runs in a worker thread
+        endpoint = self.page(lambda request, session: self._undo(request, session, form))
+        return await run_in_threadpool(endpoint, request)
+
+    def _undo(self, request: Request, session: Session, form: Mapping[str, str]) -> Response:
+        if not csrf_matches(session, form.get("csrf")):
+            return Response("missing or wrong CSRF token", 403)
+        audit_id = request.path_params["audit_id"]
+        report = self.gm.steward_undo(audit_id, actor="console")
+        if not report.undone:
+            why = "; ".join(str(s["why"]) for s in report.skipped) or "nothing to undo"
+            raise Conflict(f"{audit_id} was not undone: {why}", id=audit_id)
+        return RedirectResponse(href("audit", done="audit-undo", item=audit_id), 303)
+
     def entity(self, request: Request, session: Session) -> Response:
         entity = self.gm.entity_page(request.path_params["entity_id"])
         return self.render(request, "entity.html", session, entity=entity)
@@ -413,6 +439,8 @@ def build_console(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = No
         Route("/search", page(console.search)),
         Route("/memory/{memory_id}", page(console.memory)),
         Route("/memory/{memory_id}/{action}", console.curate, methods=["POST"]),
+        Route("/audit", page(console.audit)),
+        Route("/audit/{audit_id}/undo", console.undo, methods=["POST"]),
         Route("/entity/{entity_id}", page(console.entity)),
         Route("/multihop", page(console.multihop)),
         Route("/inbox", page(console.inbox)),

@@ -15,6 +15,7 @@ DONE = {
     "finding-accept": "Applied finding {}",
     "finding-reject": "Dismissed finding {}",
     "finding-defer": "Left finding {} in the inbox for later",
+    "audit-undo": "Undid change {}: the memories it touched are as they were before it",
 }
 
 

@@ -275,3 +275,32 @@ def test_a_person_curates_a_memory_holding_markup_and_no_script_runs(
     assert beacon.hits == []
     wide = page.evaluate("document.documentElement.scrollWidth")
     assert wide <= 1280, wide
+
+
+def test_a_person_undoes_a_change_from_the_audit_list(
+    page: Any, console: str, seeded: Seeded, beacon: Beacon, shots: Path
+) -> None:
+    hostile = seeded.hostile[1]  # '<img src=x onerror=...>' as title, content, tag and metadata
+    sign_in(page, console, shots)
+    page.goto(f"{console}/memory/{hostile}")
+    page.click("#curate-canonical summary")
+    page.fill("#curate-canonical input[name=owner]", '<svg onload="window.pwned = 15">')
+    page.click("#curate-canonical button[type=submit]")
+    page.wait_for_selector("p.done")
+    assert seeded.gm.get(hostile).lifecycle == "canonical"
+    page.click("p.done a")
+    page.wait_for_url(f"{console}/audit")
+    entry = seeded.gm.audit_log(limit=1).entries[0]
+    page.screenshot(path=shots / "audit.png", full_page=True)
+    page.click(f"#audit-{entry.id} button[type=submit]")
+    page.wait_for_selector("p.done")
+    assert entry.id in page.inner_text("p.done")
+    assert "undone" in page.inner_text(f"#audit-{entry.id}")
+    assert seeded.gm.get(hostile).lifecycle == "active"
+    page.goto(f"{console}/memory/{hostile}")
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    assert beacon.hits == []
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{console}/audit")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

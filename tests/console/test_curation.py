@@ -108,3 +108,39 @@ def test_bad_curation_is_refused_with_a_clear_page(console: str, seeded: Seeded)
     assert post(client, "01NOSUCH", "verify", method="x", status="verified").status_code == 404
     forged = client.post(f"/memory/{seeded.new}/delete", data={"csrf": "x", "confirm": "yes"})
     assert forged.status_code == 403 and seeded.gm.get(seeded.new).id == seeded.new
+
+
+def test_a_change_is_listed_in_the_audit_and_undone_from_there(
+    console: str, seeded: Seeded
+) -> None:
+    client = signed_in(console)
+    page = landing(client, post(client, seeded.new, "canonical", owner="platform team"))
+    assert 'href="/console/audit"' in page  # the way back
+    entry = seeded.gm.audit_log(limit=1).entries[0]
+    assert (entry.action, entry.target) == ("curate:canonical", seeded.new)
+    audit = client.get("/audit").text
+    row = audit.split(f'id="audit-{entry.id}"', 1)[1].split("</tr>", 1)[0]
+    assert "curate:canonical" in row and f"/console/memory/{seeded.new}" in row
+    assert f'action="/console/audit/{entry.id}/undo"' in row
+
+    undone = landing(client, client.post(f"/audit/{entry.id}/undo", data={"csrf": csrf(client)}))
+    assert f"Undid change {entry.id}" in undone
+    assert seeded.gm.get(seeded.new).lifecycle == "active"
+    row = undone.split(f'id="audit-{entry.id}"', 1)[1].split("</tr>", 1)[0]
+    assert "undone" in row and "/undo" not in row
+
+    again = client.post(f"/audit/{entry.id}/undo", data={"csrf": csrf(client)})
+    assert again.status_code == 400 and "already undone" in again.text
+    missing = client.post("/audit/01NOSUCH/undo", data={"csrf": csrf(client)})
+    assert missing.status_code == 404
+    forged = client.post(f"/audit/{entry.id}/undo", data={"csrf": "nope"})
+    assert forged.status_code == 403
+
+
+def test_a_change_edited_since_is_refused_with_the_reason(console: str, seeded: Seeded) -> None:
+    client = signed_in(console)
+    post(client, seeded.new, "verify", method="read it", status="verified")
+    verified = seeded.gm.audit_log(limit=1).entries[0].id
+    post(client, seeded.new, "edit", content="Deploys sync on their own", title="", tags="")
+    refused = client.post(f"/audit/{verified}/undo", data={"csrf": csrf(client)})
+    assert refused.status_code == 400 and "changed since" in refused.text
