@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 PREFIX = "/console"
 DEFERRED_LIMIT = 100
 AUDIT_LIMIT = 100
+BULK_LIMIT = 200
 VERIFY_STATUSES = ("verified", "failed", "needs_update")
 FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
 Page = Callable[[Request, Session], Response]
@@ -350,7 +351,8 @@ class Console:
             review=deferred if show == "deferred"
             else self.gm.review_session_changes(status="pending", limit=50),
             findings=self.gm.steward_inbox(status="pending", limit=50),
-            done=views.done_message(args.get("done", ""), args.get("item", "")),
+            done=views.done_message(args.get("done", ""), args.get("item", ""))
+            or views.bulk_message(args.get("done", ""), args.get("n", ""), args.get("failed", "")),
         )  # fmt: skip
 
     async def resolve(self, request: Request) -> Response:
@@ -362,19 +364,56 @@ class Console:
         if not csrf_matches(session, form.get("csrf")):
             return Response("missing or wrong CSRF token", 403)
         kind, item = request.path_params["kind"], request.path_params["item"]
-        decision, note = form.get("decision", ""), form.get("note") or None
-        if decision not in ("accept", "reject", "defer"):
-            raise InvalidInput("decision must be accept, reject or defer", decision=decision)
+        decision, note = _decision(form), form.get("note") or None
+        self._decide(kind, item, decision, note)
+        show = "deferred" if form.get("show") == "deferred" else None
+        return RedirectResponse(href("inbox", show=show, done=f"{kind}-{decision}", item=item), 303)
+
+    def _decide(self, kind: str, item: str, decision: str, note: str | None) -> None:
         if kind == "review":
             self.gm.resolve_review_item(item, decision, note, actor="console")
         elif kind == "finding":
             if decision != "defer":  # a deferred finding simply stays in the inbox
                 action = "apply" if decision == "accept" else "dismiss"
-                self.gm.steward_inbox_resolve(item, action, note)
+                self.gm.steward_inbox_resolve(item, action, note, actor="console")
         else:
             raise NotFound(f"no inbox of {kind!r}")
+
+    async def resolve_many(self, request: Request) -> Response:
+        form = await request.form()  # read here: the page itself runs in a worker thread
+        picked = [v for v in form.getlist("pick") if isinstance(v, str)]
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        endpoint = self.page(lambda r, session: self._resolve_many(session, fields, picked))
+        return await run_in_threadpool(endpoint, request)
+
+    def _resolve_many(
+        self, session: Session, form: Mapping[str, str], picked: list[str]
+    ) -> Response:
+        """One decision for every item ticked (`pick` = `review:ID` or `finding:ID`); an item
+        the decision fails on (decided already, gone, its action refused) is counted, not
+        fatal, and the page names it."""
+        if not csrf_matches(session, form.get("csrf")):
+            return Response("missing or wrong CSRF token", 403)
+        decision, note = _decision(form), form.get("note") or None
+        if not picked:
+            raise InvalidInput("tick at least one item")
+        if len(picked) > BULK_LIMIT:
+            raise InvalidInput(f"at most {BULK_LIMIT} items at once", picked=len(picked))
+        done, failed = 0, []
+        for pick in dict.fromkeys(picked):
+            kind, _, item = pick.partition(":")
+            if kind not in ("review", "finding") or not views.is_id(item):
+                raise InvalidInput("each ticked item is review:ID or finding:ID", pick=pick)
+            try:
+                self._decide(kind, item, decision, note)
+                done += 1
+            except GraphmemError:
+                failed.append(item)
         show = "deferred" if form.get("show") == "deferred" else None
-        return RedirectResponse(href("inbox", show=show, done=f"{kind}-{decision}", item=item), 303)
+        return RedirectResponse(
+            href("inbox", show=show, done=f"bulk-{decision}", n=done, failed=",".join(failed)),
+            303,
+        )
 
     def documents(self, request: Request, session: Session) -> Response:
         documents = self.gm.documents_overview().documents
@@ -406,6 +445,13 @@ def _memory_link(memory_id: str) -> str:
 
 def _entity_link(entity_id: str) -> str:
     return href("entity", entity_id)
+
+
+def _decision(form: Mapping[str, str]) -> str:
+    decision = form.get("decision", "")
+    if decision not in ("accept", "reject", "defer"):
+        raise InvalidInput("decision must be accept, reject or defer", decision=decision)
+    return decision
 
 
 def _local(target: str | None) -> str:
@@ -444,6 +490,7 @@ def build_console(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = No
         Route("/entity/{entity_id}", page(console.entity)),
         Route("/multihop", page(console.multihop)),
         Route("/inbox", page(console.inbox)),
+        Route("/inbox/bulk", console.resolve_many, methods=["POST"]),
         Route("/inbox/{kind}/{item}", console.resolve, methods=["POST"]),
         Route("/documents", page(console.documents)),
         Route("/document", page(console.document)),

@@ -51,6 +51,31 @@ def edited(memory: Any, form: Mapping[str, str]) -> dict[str, Any]:
     return {k: v for k, v in given.items() if v != current[k]}
 
 
+BULK = {"bulk-accept": "Accepted", "bulk-reject": "Rejected", "bulk-defer": "Deferred"}
+
+
+def is_id(text: str) -> bool:
+    """An id as the store makes them: letters, digits, `-` and `_`, nothing else."""
+    return 0 < len(text) <= 80 and all(c.isascii() and (c.isalnum() or c in "-_") for c in text)
+
+
+def bulk_message(done: str, count: str, failed: str) -> str:
+    """What one decision on several items did: how many, and the ids it failed on (only ids
+    are taken from the URL, so a link cannot put words on the page)."""
+    verb = BULK.get(done)
+    if not verb or not count.isdigit():
+        return ""
+    n = int(count)
+    message = f"{verb} {n} item{'' if n == 1 else 's'}"
+    missed = [i for i in failed.split(",") if is_id(i)] if failed else []
+    if missed:
+        message += (
+            f"; {len(missed)} not done (decided already, gone, or its action failed: "
+            f"see it below): {', '.join(missed)}"
+        )
+    return message
+
+
 def done_message(done: str, item: str) -> str:
     template = DONE.get(done)
     return template.format(item) if template and item else ""

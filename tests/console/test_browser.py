@@ -304,3 +304,41 @@ def test_a_person_undoes_a_change_from_the_audit_list(
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"{console}/audit")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_a_person_ticks_several_inbox_items_and_decides_them_at_once(
+    page: Any, console: str, seeded: Seeded, beacon: Beacon, shots: Path
+) -> None:
+    gm = seeded.gm
+    first, *rest = seeded.review_items
+    gm.resolve_review_item(first, "defer", '<img src=x onerror="window.pwned = 16">' + "z" * 300)
+    plan = gm.close_session(
+        "Notes.\n- We decided <script>window.pwned = 17</script> stays as text\n"
+        '- TODO: check <svg onload="window.pwned = 18"> too',
+        dry_run=False,
+    )
+    hostile = [i.id for i in gm.review_session_changes(session=plan.session_id).items]
+    sign_in(page, console, shots)
+    page.goto(f"{console}/inbox")
+    for item in [*rest, *hostile]:
+        page.check(f"#review-{item} input[name=pick]")
+    page.check(f"#finding-{seeded.finding} input[name=pick]")
+    page.screenshot(path=shots / "inbox-bulk.png", full_page=True)
+    page.fill("#bulk input[name=note]", "<b>bulk</b>")
+    page.click("#bulk button[value=reject]")
+    page.wait_for_selector("p.done")
+    n = len(rest) + len(hostile) + 1
+    assert f"Rejected {n} items" in page.inner_text("p.done")
+    assert gm.review_session_changes().pending == 0 and gm.steward_inbox().pending == 0
+
+    page.goto(f"{console}/inbox?show=deferred")
+    page.check(f"#review-{first} input[name=pick]")
+    page.click("#bulk button[value=accept]")
+    page.wait_for_selector("p.done")
+    assert "Accepted 1 item" in page.inner_text("p.done")
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    assert beacon.hits == []
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{console}/inbox")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
