@@ -46,6 +46,7 @@ PREFIX = "/console"
 DEFERRED_LIMIT = 100
 AUDIT_LIMIT = 100
 BULK_LIMIT = 200
+EXPAND_LIMIT = 6
 VERIFY_STATUSES = ("verified", "failed", "needs_update")
 FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
 Page = Callable[[Request, Session], Response]
@@ -326,8 +327,39 @@ class Console:
         return RedirectResponse(href("audit", done="audit-undo", item=audit_id), 303)
 
     def entity(self, request: Request, session: Session) -> Response:
+        """An entity, and its neighbours through facts drawn: a node's link expands it (the
+        set expanded rides in `expand`, at most EXPAND_LIMIT), `edge` keeps one predicate."""
         entity = self.gm.entity_page(request.path_params["entity_id"])
-        return self.render(request, "entity.html", session, entity=entity)
+        args = request.query_params
+        expanded = list(dict.fromkeys(e for e in args.get("expand", "").split(",") if e))
+        expanded = [e for e in expanded if e != entity.id]
+        if len(expanded) > EXPAND_LIMIT:
+            raise InvalidInput(f"expand at most {EXPAND_LIMIT} entities at once")
+        edge = args.get("edge", "")
+        if edge and not views.is_id(edge):
+            raise InvalidInput("edge is a predicate: letters, digits, - and _", edge=edge)
+        facts = {f.id: f for f in entity.facts}
+        for other in expanded:
+            try:
+                facts.update((f.id, f) for f in self.gm.entity_page(other).facts)
+            except NotFound:
+                raise InvalidInput(f"no entity {other!r} to expand", expand=other) from None
+        predicates = sorted({f.predicate for f in facts.values()})
+        shown = [f for f in facts.values() if not edge or f.predicate == edge]
+
+        def toggle(node: str) -> str:
+            now = [e for e in expanded if e != node] if node in expanded else [*expanded, node]
+            return href("entity", entity.id, expand=",".join(now), edge=edge)
+
+        picture, left_out = drawing.entity_graph(
+            (entity.id, entity.name), shown, expanded,
+            lambda n: href("entity", entity.id, edge=edge) if n == entity.id else toggle(n),
+        )  # fmt: skip
+        return self.render(
+            request, "entity.html", session, entity=entity, picture=picture, expanded=expanded,
+            edge=edge, predicates=predicates, toggle=toggle, left_out=left_out,
+            expandable=len(expanded) < EXPAND_LIMIT,
+        )  # fmt: skip
 
     def multihop(self, request: Request, session: Session) -> Response:
         query = request.query_params.get("q", "").strip()

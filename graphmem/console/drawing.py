@@ -280,3 +280,78 @@ def largest_contribution(explains: Sequence[Mapping[str, Any] | None]) -> float:
             for name, value in (explain.get("features") or {}).items():
                 best = max(best, float(value or 0) * float(weights.get(name, 0.0)))
     return best or 1.0
+
+
+def entity_graph(
+    centre: tuple[str, str],
+    facts: Sequence[Any],
+    expanded: Sequence[str],
+    node_link: Callable[[str], str],
+    per_column: int = 14,
+) -> tuple[Picture, list[str]]:
+    """An entity and its neighbours through facts, in columns by distance: the entity, what its
+    facts name, then what the facts of each expanded neighbour name, and so on. Each node's
+    edge from the node that reached it carries the predicate; other facts between shown nodes
+    are lines. Returns the picture and the ids left out (a full column, or past the fourth)."""
+    centre_id, centre_name = centre
+    adjacent: dict[str, list[tuple[str, str]]] = {}
+    names = {centre_id: centre_name}
+    for f in facts:
+        names.setdefault(f.subject_id, f.subject)
+        names.setdefault(f.object_id, f.object)
+        adjacent.setdefault(f.subject_id, []).append((f.object_id, f.predicate))
+        adjacent.setdefault(f.object_id, []).append((f.subject_id, f.predicate))
+    columns: list[list[tuple[str, str, str]]] = [[(centre_id, "", "")]]  # id, parent, predicate
+    placed, left_out = {centre_id}, []
+    frontier = [centre_id]
+    while frontier and len(columns) < 4:
+        column: list[tuple[str, str, str]] = []
+        for parent in frontier:
+            for other, predicate in adjacent.get(parent, []):
+                if other in placed:
+                    continue
+                placed.add(other)
+                if len(column) < per_column:
+                    column.append((other, parent, predicate))
+                else:
+                    left_out.append(other)
+        if not column:
+            break
+        columns.append(column)
+        frontier = [node for node, _, _ in column if node in expanded]
+    left_out += sorted(
+        {n for n in names if n not in placed and any(p in placed for p, _ in adjacent[n])}
+    )
+    box_w, gap = 150.0, 0.0
+    if len(columns) > 1:
+        gap = (WIDTH - 2 * MARGIN - box_w * len(columns)) / (len(columns) - 1)
+    tallest = max(len(c) for c in columns)
+    height = (tallest - 1) * ROW + BOX_H + 2 * MARGIN
+    nodes: dict[str, Node] = {}
+    for depth, column in enumerate(columns):
+        x = MARGIN + depth * (box_w + gap)
+        top = MARGIN + (tallest - len(column)) * ROW / 2
+        for row, (node_id, _, _) in enumerate(column):
+            role = "centre" if depth == 0 else "entity"
+            nodes[node_id] = box(
+                x, top + row * ROW, box_w, names[node_id], role, node_link(node_id)
+            )
+            nodes[node_id].title = names[node_id]
+    picture = Picture(WIDTH, int(height + 0.5), list(nodes.values()))
+    drawn: set[frozenset[str]] = set()
+    for column in columns[1:]:
+        for node_id, parent, predicate in column:
+            a, b = nodes[parent], nodes[node_id]
+            edge = Edge(a.right, a.cy, b.x, b.cy)
+            edge.label = fit(predicate.replace("_", " "), gap - 12, EDGE_CHAR_W)
+            edge.lx, edge.ly, edge.anchor = nodes[node_id].x - 6, nodes[node_id].cy - 3, "end"
+            picture.edges.append(edge)
+            drawn.add(frozenset((parent, node_id)))
+    for f in facts:  # other facts between nodes of two columns: lines without a label
+        pair = frozenset((f.subject_id, f.object_id))
+        if len(pair) == 2 and pair <= nodes.keys() and pair not in drawn:
+            a, b = sorted((nodes[n] for n in pair), key=lambda n: n.x)
+            if a.x < b.x:
+                drawn.add(pair)
+                picture.edges.append(Edge(a.right, a.cy, b.x, b.cy))
+    return picture, left_out

@@ -148,6 +148,9 @@ class EntityFact(Model):
     predicate: str
     object_id: str
     object: str
+    sources: list[str] = Field(
+        default_factory=list, description="the memories it was extracted from, newest first"
+    )
 
 
 class EntityPage(Model):

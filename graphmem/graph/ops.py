@@ -175,7 +175,8 @@ class GraphOps(Service):
 
     def entity_page(self, entity_id: str, *, limit: int = 50) -> EntityPage:
         """One entity: its name, label and aliases, the memories that name it (newest first, up
-        to `limit`) and the facts it is the subject or object of."""
+        to `limit`) and the facts it is the subject or object of, each with the memories it came
+        from."""
         check_limit(limit)
         row = self.store.entities.row(entity_id)
         if row is None:
@@ -189,6 +190,7 @@ class GraphOps(Service):
         found = [read[m] for m in newest if m in read]
         facts = index.facts_of(entity_id)[:limit]
         names = self.store.entities.names([e for s, _, o, _ in facts for e in (s, o)])
+        sources = self.store.entities.fact_sources([fact for _, _, _, fact in facts])
         return EntityPage(
             id=entity_id,
             name=row["name"],
@@ -214,6 +216,7 @@ class GraphOps(Service):
                     predicate=predicate,
                     object_id=obj,
                     object=names.get(obj, (obj,))[0],
+                    sources=sources.get(fact, []),
                 )
                 for subject, predicate, obj, fact in facts
             ],

@@ -342,3 +342,35 @@ def test_a_person_ticks_several_inbox_items_and_decides_them_at_once(
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"{console}/inbox")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_a_person_explores_an_entity_s_neighbours_by_expanding_them(
+    page: Any, console: str, seeded: Seeded, beacon: Beacon, shots: Path
+) -> None:
+    from tests.console.test_entity_graph import graph
+
+    stated = graph(seeded.gm)
+    sign_in(page, console, shots)
+    page.goto(f"{console}/entity/checkout")
+    page.click("svg.graph a[href='/console/entity/checkout?expand=payments']")
+    page.wait_for_url(f"{console}/entity/checkout?expand=payments")
+    picture = page.locator("svg.graph")
+    assert "postgres" in picture.text_content()
+    texts = [t.bounding_box() for t in picture.locator("text").all()]
+    for a, b in itertools.combinations(texts, 2):
+        assert not overlapping(a, b), (a, b)
+    for node in picture.locator("g.node").all():  # a label stays inside its box
+        box, text = node.locator("rect").bounding_box(), node.locator("text").bounding_box()
+        assert text["x"] + text["width"] <= box["x"] + box["width"] + 1
+    page.screenshot(path=shots / "entity.png", full_page=True)
+    page.click("nav.edges >> text=uses")
+    assert "depends on" not in page.locator("svg.graph").text_content()
+    page.click(f"ul.facts a[href='/console/memory/{stated[0]}']")
+    page.wait_for_url(f"{console}/memory/{stated[0]}")
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    assert beacon.hits == []
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{console}/entity/checkout?expand=payments")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.evaluate("typeof window.pwned") == "undefined"

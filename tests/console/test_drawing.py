@@ -153,3 +153,24 @@ def test_bars_are_on_the_scale_given_and_carry_their_numbers() -> None:
     assert [(b.name, b.width, b.contribution) for b in bars] == [
         ("cosine", 100.0, 1.0), ("bm25", 25.0, 0.25),
     ]  # fmt: skip
+
+
+def fact(subject: str, predicate: str, obj: str) -> SimpleNamespace:
+    return SimpleNamespace(subject_id=subject, subject=f"{subject} {LONG}", predicate=predicate,
+                           object_id=obj, object=f"{obj} {WIDE}")  # fmt: skip
+
+
+def test_an_entity_s_neighbours_are_columns_by_distance_and_full_columns_say_so() -> None:
+    facts = [fact("c", "uses", f"n{i}") for i in range(20)]
+    facts += [fact("n0", "depends_on", f"m{i}") for i in range(3)] + [fact("n1", "uses", "n0")]
+    picture, left_out = drawing.entity_graph(("c", "centre"), facts, ["n0"], link("entity"))
+    check_layout(picture)
+    columns = sorted({n.x for n in picture.nodes})
+    assert len(columns) == 3  # the centre, its neighbours, what the expanded n0 names
+    assert len([n for n in picture.nodes if n.x == columns[1]]) == 14
+    assert set(left_out) == {f"n{i}" for i in range(14, 20)}
+    labelled = [e.label for e in picture.edges if e.label]
+    assert labelled.count("uses") == 14 and labelled.count("depends on") == 3
+
+    alone, nothing = drawing.entity_graph(("c", "centre"), [], [], link("entity"))
+    assert [n.role for n in alone.nodes] == ["centre"] and nothing == []

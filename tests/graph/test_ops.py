@@ -352,7 +352,7 @@ def test_memory_graph_shows_a_memorys_citations_entities_facts_and_neighbours(
         gm.memory_graph("01NOSUCHMEMORY")
 
 
-def test_an_entity_page_lists_the_memories_that_name_it_and_its_facts(
+def test_an_entity_page_lists_the_memories_that_name_it_and_its_facts_and_their_sources(
     oneshot: GraphMemory,
 ) -> None:
     gm = oneshot
@@ -368,6 +368,7 @@ def test_an_entity_page_lists_the_memories_that_name_it_and_its_facts(
     assert all(m.relation == "mentions" and m.via == "checkout-service" for m in page.memories)
     fact = next(f for f in page.facts if f.object_id == "redis")
     assert (fact.subject_id, fact.subject, fact.object) == ("checkout-service", page.name, "Redis")
+    assert fact.sources == [first.id]  # the memory that stated it
     assert [m.id for m in gm.entity_page("checkout-service", limit=1).memories] == [second.id]
     with pytest.raises(NotFound):
         gm.entity_page("no-such-entity")
