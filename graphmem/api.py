@@ -38,6 +38,7 @@ from graphmem.models import (
     BackupInfo,
     CypherResult,
     DbStatus,
+    FeedPage,
     ImportReport,
     Memory,
     MemoryFilter,
@@ -316,6 +317,19 @@ class StewardAPI(Protocol):
     def steward_undo(self, run_or_action: str, *, actor: str = "user") -> UndoReport: ...
 
     def audit_log(self, *, limit: int = 50) -> AuditPage: ...
+
+    def feed(
+        self,
+        *,
+        context: str | None = None,
+        type: str | None = None,
+        kind: str | None = None,
+        session: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 30,
+        cursor: str | None = None,
+    ) -> FeedPage: ...
 
     def sweep_archive(self, *, dry_run: bool = True, actor: str = "user") -> SweepReport: ...
 

@@ -504,3 +504,28 @@ def validated_items(model: type[_M], items: Iterable[_M | Mapping[str, Any]]) ->
 
 def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
     return MemoryFilter() if filters is None else validated(MemoryFilter, filters)
+
+
+# -- what arrived (graphmem/feed.py) --------------------------------------------------------
+
+FeedKind = Literal["memory", "document"]
+
+
+class FeedDocument(Model):
+    path: str
+    title: str | None = None
+    source_type: str | None = None
+
+
+class FeedItem(Model):
+    """A memory stored, or a document indexed, at `at`."""
+
+    kind: FeedKind
+    at: UtcDateTime
+    memory: Memory | None = None
+    document: FeedDocument | None = None
+
+
+class FeedPage(Model):
+    items: list[FeedItem] = Field(default_factory=list)
+    next_cursor: str | None = Field(default=None, description="pass back for the next page")

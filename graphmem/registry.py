@@ -34,7 +34,7 @@ __all__ = [
 # The services of GraphMemory that operations name, as the facade's attributes.
 SERVICES = (
     "memories", "admin", "knowledge", "graph", "documents", "sessions", "steward", "upkeep",
-    "hooks", "curation",
+    "hooks", "curation", "arrivals",
 )  # fmt: skip
 
 
@@ -179,6 +179,8 @@ OPERATIONS: tuple[Operation, ...] = (
     read("steward_report", "steward", mcp("steward_report", "steward", "report")),
     write("steward_undo", "steward", mcp("steward_undo", "steward", "undo")),
     read("audit_log", "curation"),
+    # -- what arrived, for the console's landing page (graphmem/feed.py) ----------------------
+    read("feed", "arrivals"),
     write("sweep_archive", "upkeep", mcp("sweep_archive", "steward", "sweep"), background=True),
     write("recount_references", "upkeep", mcp("recount_references", "steward", "recount"),
           background=True),

@@ -21,6 +21,7 @@ from graphmem.agents.context import HookOps
 from graphmem.curation import CurationOps
 from graphmem.documents.ops import DocumentOps
 from graphmem.embeddings.base import Embedder
+from graphmem.feed import FeedOps
 from graphmem.graph.ops import GraphOps
 from graphmem.knowledge.ops import KnowledgeOps
 from graphmem.memory_ops import MemoryOps
@@ -84,6 +85,7 @@ class GraphMemory:
         self.memories = MemoryOps(context, self.documents)
         self.admin = AdminOps(context, self.memories, self.passages)
         self.knowledge = KnowledgeOps(context, self.memories, self.documents)
+        self.arrivals = FeedOps(context)
         self.curation = CurationOps(context, self.memories, self.knowledge)
         self.graph = GraphOps(context, self.memories, self.knowledge)
         self.steward = StewardOps(context, self.memories, self.knowledge)
@@ -251,6 +253,7 @@ class GraphMemory:
     steward_report = _delegate(StewardOps.steward_report)
     steward_undo = _delegate(StewardOps.steward_undo)
     audit_log = _delegate(CurationOps.audit_log)
+    feed = _delegate(FeedOps.feed)
     conflicts_report = _delegate(StewardOps.conflicts_report)
     steward_status_last_finished = _delegate(StewardOps.steward_status_last_finished, "steward")
     sweep_archive = _delegate(UpkeepOps.sweep_archive)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, get_args
 from urllib.parse import quote, urlencode
@@ -46,6 +47,8 @@ PREFIX = "/console"
 DEFERRED_LIMIT = 100
 AUDIT_LIMIT = 100
 BULK_LIMIT = 200
+FEED_PAGE = 30
+FEED_FILTERS = ("context", "type", "kind", "session", "since", "until")
 EXPAND_LIMIT = 6
 VERIFY_STATUSES = ("verified", "failed", "needs_update")
 FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
@@ -143,7 +146,7 @@ class Console:
         if wait > 0:  # refused before the token is even read
             seconds = math.ceil(wait)
             response = self.render(
-                request, "login.html", None, 429, next=href("search"),
+                request, "login.html", None, 429, next=href("feed"),
                 error=f"Too many wrong tokens: try again in {seconds} s.",
             )  # fmt: skip
             response.headers["Retry-After"] = str(seconds)
@@ -467,8 +470,28 @@ class Console:
             request, "stats.html", session, stats=stats, recent=recent, steward=steward
         )
 
+    def feed(self, request: Request, session: Session) -> Response:
+        """The landing page: what arrived, newest first, filtered and paged (`feed`)."""
+        args = request.query_params
+        chosen = {name: args.get(name, "").strip() for name in FEED_FILTERS}
+        since, until = views.day(chosen["since"], "since"), views.day(chosen["until"], "until")
+        page = self.gm.feed(
+            context=chosen["context"] or None, type=chosen["type"] or None,
+            kind=chosen["kind"] or None, session=chosen["session"] or None, since=since,
+            until=until + timedelta(days=1) if until else None,  # the whole last day
+            limit=FEED_PAGE, cursor=args.get("cursor") or None,
+        )  # fmt: skip
+        waiting = self.gm.review_session_changes(limit=1).pending
+        waiting += self.gm.steward_inbox(limit=1).pending
+        return self.render(
+            request, "feed.html", session, page=page, chosen=chosen, choices=_choices(),
+            waiting=waiting, first=not args.get("cursor"),
+            next_href=href("feed", cursor=page.next_cursor, **chosen) if page.next_cursor
+            else None,
+        )  # fmt: skip
+
     def home(self, request: Request, session: Session) -> Response:
-        return RedirectResponse(href("search"), 303)
+        return RedirectResponse(href("feed"), 303)
 
 
 def _memory_link(memory_id: str) -> str:
@@ -490,7 +513,7 @@ def _local(target: str | None) -> str:
     """Where to go after login: a console path only, never another site."""
     if target and target.startswith(PREFIX + "/") and not target.startswith("//"):
         return target
-    return href("search")
+    return href("feed")
 
 
 def _choices() -> dict[str, tuple[str, ...]]:
@@ -514,6 +537,7 @@ def build_console(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = No
         Route("/login", console.login_form, methods=["GET"]),
         Route("/login", console.login, methods=["POST"]),
         Route("/logout", console.logout, methods=["POST"]),
+        Route("/feed", page(console.feed)),
         Route("/search", page(console.search)),
         Route("/memory/{memory_id}", page(console.memory)),
         Route("/memory/{memory_id}/{action}", console.curate, methods=["POST"]),

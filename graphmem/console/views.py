@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+
+from graphmem.errors import InvalidInput
 
 # what an inbox decision did, by `kind-decision`; anything else in the URL says nothing
 DONE = {
@@ -79,6 +81,17 @@ def bulk_message(done: str, count: str, failed: str) -> str:
 def done_message(done: str, item: str) -> str:
     template = DONE.get(done)
     return template.format(item) if template and item else ""
+
+
+def day(text: str, name: str) -> datetime | None:
+    """A date from a date field (YYYY-MM-DD) as midnight UTC; empty is None, anything else is
+    refused."""
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a date, YYYY-MM-DD", **{name: text}) from None
 
 
 def when(value: Any) -> str:

@@ -126,6 +126,8 @@ def test_stored_markup_is_shown_as_text_and_never_runs_or_loads(
     seeded.gm.resolve_review_item(seeded.review_items[1], "defer", note)  # on the deferred tab
     sign_in(page, console, shots)
     urls = [
+        f"{console}/feed",
+        f"{console}/audit",
         f"{console}/search?q=Payload",
         f"{console}/search?q=Payload&compare=vector",
         f"{console}/inbox?done=%3Cscript%3Ewindow.pwned%3D9%3C%2Fscript%3E",
@@ -212,7 +214,7 @@ def test_at_the_width_of_a_phone_no_page_scrolls_sideways(
     try:
         sign_in(phone, console, shots)
         for url in [
-            f"{console}/search", f"{console}/search?q=Payload",
+            f"{console}/feed", f"{console}/search", f"{console}/search?q=Payload",
             f"{console}/search?q=deploys+ArgoCD&recipe=hybrid&compare=bm25",
             f"{console}/memory/{memory_id}", f"{console}/memory/{seeded.new}",
             *(f"{console}/memory/{m}" for m in seeded.hostile), f"{console}/entity/crowd-0",
@@ -374,3 +376,24 @@ def test_a_person_explores_an_entity_s_neighbours_by_expanding_them(
     page.goto(f"{console}/entity/checkout?expand=payments")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert page.evaluate("typeof window.pwned") == "undefined"
+
+
+def test_the_feed_is_the_landing_page_and_its_filters_are_a_form(
+    page: Any, console: str, seeded: Seeded, beacon: Beacon, shots: Path
+) -> None:
+    sign_in(page, console, shots)
+    page.goto(f"{console}/")
+    page.wait_for_url(f"{console}/feed")
+    assert page.locator("ul.feed li.document").count() == 1
+    assert page.locator("ul.feed li.memory").count() >= len(seeded.hostile)
+    assert "<script>window.pwned = 1</script>" in page.inner_text("ul.feed")  # as text
+    page.screenshot(path=shots / "feed.png", full_page=True)
+    page.select_option("select[name=kind]", "runbook")
+    page.click("form.feed button[type=submit]")
+    page.wait_for_url(f"{console}/feed?*kind=runbook*")
+    assert page.locator("ul.feed li.document").count() == 0
+    page.click(f"ul.feed a[href='/console/memory/{seeded.new}']")
+    page.wait_for_url(f"{console}/memory/{seeded.new}")
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    assert beacon.hits == []

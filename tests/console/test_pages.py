@@ -183,13 +183,11 @@ def test_metadata_is_shown_as_keys_and_values(console: str, seeded: Seeded) -> N
     assert "{&#39;" not in page and "[{" not in page  # no Python dict or list spelt out
 
 
-def test_the_landing_page_shows_recent_memories_and_what_waits(
+def test_the_search_page_before_a_query_shows_recent_memories_and_what_waits(
     console: str, seeded: Seeded
 ) -> None:
     client = signed_in(console)
-    landing = client.get("/")
-    assert landing.status_code == 303
-    page = client.get(landing.headers["location"].removeprefix("/console")).text
+    page = client.get("/search").text
     newest = seeded.gm.list(limit=1).memories[0]
     assert "Recent memories" in page and f"/console/memory/{newest.id}" in page
     waiting = seeded.gm.review_session_changes().pending + seeded.gm.steward_inbox().pending
@@ -246,3 +244,46 @@ def test_recipes_side_by_side_draw_their_bars_to_one_scale_with_their_numbers() 
     assert [number for _, number in drawn] == ["1.00", "0.50", "0.50", "0.25"]
     per_unit = {round(float(width) / float(number)) for width, number in drawn}
     assert len(per_unit) == 1  # a unit is as long in one column as in the other
+
+
+def test_the_feed_lands_first_and_lists_what_arrived_filtered_and_paged(
+    console: str, seeded: Seeded
+) -> None:
+    client = signed_in(console)
+    assert client.get("/").headers["location"] == "/console/feed"
+    page = client.get("/feed").text
+    newest = seeded.gm.list(limit=1).memories[0]
+    assert "What arrived" in page and f"/console/memory/{newest.id}" in page
+    assert "document indexed" in page and "/console/document?path=docs%2Fdeploy.md" in page
+    waiting = seeded.gm.review_session_changes().pending + seeded.gm.steward_inbox().pending
+    assert f"{waiting} waiting in the inbox" in page
+    summary = next(i.memory for i in seeded.gm.feed(kind="summary").items if i.memory)
+    assert "session summary" in page and f"session={summary.session_id}" in page
+
+    runbooks = client.get("/feed", params={"kind": "runbook"}).text
+    assert seeded.new in runbooks and seeded.hostile[0] not in runbooks
+    assert "document indexed" not in runbooks
+    session = client.get("/feed", params={"session": summary.session_id}).text
+    assert summary.id in session and seeded.new not in session
+    infra = client.get("/feed", params={"context": "infra", "since": "2000-01-01",
+                                        "until": "2999-12-31"}).text  # fmt: skip
+    assert seeded.new in infra
+    assert "Nothing arrived that passes" in client.get("/feed", params={"until": "2001-01-01"}).text
+
+    shown, url = [], "/feed?context=infra"
+    while url:  # thirty a page, then "Older" with the filters kept
+        text = client.get(url).text
+        shown += re.findall(r'<li class="(?:memory|document)">', text)
+        older = re.search(r'<a href="/console(/feed\?[^"]+)" rel="next">', text)
+        url = older.group(1).replace("&amp;", "&") if older else ""
+        assert not older or "context=infra" in url
+    assert len(shown) == len([i for i in seeded.gm.feed(context="infra", limit=200).items])
+
+
+def test_bad_feed_filters_get_a_400(console: str) -> None:
+    client = signed_in(console)
+    for params in ({"since": "yesterday"}, {"kind": "<b>poem</b>"}, {"cursor": "nope!"},
+                   {"since": "2026-02-02", "until": "2026-01-01"}):  # fmt: skip
+        response = client.get("/feed", params=params)
+        assert response.status_code == 400, params
+        assert "<b>poem</b>" not in response.text
