@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .base import ExtractedEntity
 from .normalise import normalise
-from .vocabulary import CHAT_WORDS, PRONOUNS, TRIM_WORDS
+from .vocabulary import CHAT_WORDS, PRONOUNS, TRIM_WORDS, words
 
 PATTERN, NER, SOFT, PHRASE = 4, 3, 2, 1
 
@@ -72,7 +72,7 @@ def mention(
         if all(w.strip(",.!?") in CHAT_WORDS for w in name.lower().split()):
             return None
     norm = normalise(name)
-    if not worth_a_node(norm):
+    if not worth_a_node(norm) or tag_fragment(name.strip()):
         return None
     return Mention(start, end, name.strip(), label, rank, norm, anchor, head)
 
@@ -103,6 +103,25 @@ def worth_a_node(norm: str) -> bool:
         return False
     words = norm.split()
     return not all(w in PRONOUNS or w in TRIM_WORDS for w in words)
+
+
+# elements of the markup agents paste; a single-segment path named like one is its closing tag
+HTML_TAGS = words(
+    """
+    a abbr b big blockquote body br button canvas center dd details div dl dt em embed font
+    h1 h2 h3 h4 h5 h6 head hr html i iframe img input li link meta noscript object ol option p
+    picture pre q s script select small span strike strong style sub summary sup svg tbody td
+    textarea tfoot th thead title tr tt u ul video
+    """
+)
+_TAG_FRAGMENT = re.compile(r"<\s*/?\s*[A-Za-z!][^<>]*>?|/([A-Za-z][A-Za-z0-9]*)>?")
+
+
+def tag_fragment(name: str) -> bool:
+    """A piece of an HTML tag, not the name of a thing: "<svg onload", "</div>", and "/script"
+    or "/a", what a closing tag leaves once its brackets are stripped."""
+    m = _TAG_FRAGMENT.fullmatch(name)
+    return m is not None and (m.group(1) is None or m.group(1).lower() in HTML_TAGS)
 
 
 def _strength(m: Mention) -> tuple[int, int, int, int]:

@@ -136,6 +136,8 @@ def _paths(text: str) -> Found:
         url = m.group().rstrip(".,;:!?")
         yield mention(m.start(), m.start() + len(url), url, "url", PATTERN)
     for m in _ABS_PATH_RE.finditer(text):
+        if text[m.start() - 1 : m.start()] == "<":
+            continue  # a closing tag, "</main>", is no path
         path = m.group().rstrip(".")
         yield mention(m.start(), m.start() + len(path), path, "path", PATTERN)
     for m in _REL_PATH_RE.finditer(text):

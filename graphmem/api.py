@@ -21,6 +21,7 @@ from graphmem.documents.models import (
 )
 from graphmem.graph.models import (
     EntityList,
+    EntityPage,
     IndexReport,
     MemoryGraph,
     MergeEntitiesReport,
@@ -37,6 +38,7 @@ from graphmem.models import (
     BackupInfo,
     CypherResult,
     DbStatus,
+    FeedPage,
     ImportReport,
     Memory,
     MemoryFilter,
@@ -53,6 +55,7 @@ from graphmem.sessions.models import ResolveReport, ReviewQueue, SessionPlan
 from graphmem.settings import Settings
 from graphmem.steward.models import (
     FINDINGS_LISTED,
+    AuditPage,
     ConflictsReport,
     Finding,
     InboxPage,
@@ -155,6 +158,8 @@ class GraphAPI(Protocol):
     def merge_entities(self, primary: str, duplicates: Sequence[str]) -> MergeEntitiesReport: ...
 
     def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph: ...
+
+    def entity_page(self, entity_id: str, *, limit: int = 50) -> EntityPage: ...
 
     def recall_multihop(
         self,
@@ -310,6 +315,21 @@ class StewardAPI(Protocol):
     def steward_report(self, run: str | None = None) -> StewardRun: ...
 
     def steward_undo(self, run_or_action: str, *, actor: str = "user") -> UndoReport: ...
+
+    def audit_log(self, *, limit: int = 50) -> AuditPage: ...
+
+    def feed(
+        self,
+        *,
+        context: str | None = None,
+        type: str | None = None,
+        kind: str | None = None,
+        session: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 30,
+        cursor: str | None = None,
+    ) -> FeedPage: ...
 
     def sweep_archive(self, *, dry_run: bool = True, actor: str = "user") -> SweepReport: ...
 

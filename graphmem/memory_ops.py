@@ -289,7 +289,7 @@ class MemoryOps(Service):
             for hit in hits:
                 hit.superseded_by = successors.get(hit.memory.id)
         warnings = search.warnings + dead_end_warnings(
-            self.store, hits, search.vector, search.space
+            self.store, hits, search.query, search.vector, search.space, self.context.relevance
         )
         self.context.usage.note([h.memory.id for h in hits], targeted=targeted)
         return RecallResult(

@@ -323,6 +323,13 @@ class RecallWarning(Model):
     kind: Literal["dead_end", "degraded", "missing_vectors", "backlog"]
     message: str
     memory: Memory | None = None
+    reason: str | None = Field(
+        default=None, description="why a dead end is shown: how it matches the query, or the hit "
+        "that avoids it (also at the end of the message)",
+    )  # fmt: skip
+    via: str | None = Field(
+        default=None, description="the id of the hit that links a dead end to the query, if any"
+    )
 
 
 class RecallResult(Model):
@@ -497,3 +504,28 @@ def validated_items(model: type[_M], items: Iterable[_M | Mapping[str, Any]]) ->
 
 def validate_filter(filters: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
     return MemoryFilter() if filters is None else validated(MemoryFilter, filters)
+
+
+# -- what arrived (graphmem/feed.py) --------------------------------------------------------
+
+FeedKind = Literal["memory", "document"]
+
+
+class FeedDocument(Model):
+    path: str
+    title: str | None = None
+    source_type: str | None = None
+
+
+class FeedItem(Model):
+    """A memory stored, or a document indexed, at `at`."""
+
+    kind: FeedKind
+    at: UtcDateTime
+    memory: Memory | None = None
+    document: FeedDocument | None = None
+
+
+class FeedPage(Model):
+    items: list[FeedItem] = Field(default_factory=list)
+    next_cursor: str | None = Field(default=None, description="pass back for the next page")

@@ -34,7 +34,7 @@ __all__ = [
 # The services of GraphMemory that operations name, as the facade's attributes.
 SERVICES = (
     "memories", "admin", "knowledge", "graph", "documents", "sessions", "steward", "upkeep",
-    "hooks",
+    "hooks", "curation", "arrivals",
 )  # fmt: skip
 
 
@@ -97,7 +97,7 @@ OPERATIONS: tuple[Operation, ...] = (
     write("remember_many", "memories", keyed=True),
     read("recall", "memories", mcp("recall_memory", "memory", "recall")),
     read("get", "memories", mcp("get_memory", "memory", "get")),
-    write("update", "memories", mcp("update_memory", "memory", "update"), idempotent=True),
+    write("update", "curation", mcp("update_memory", "memory", "update"), idempotent=True),
     write("delete", "memories", mcp("delete_memory", "memory", "delete")),
     read("list", "memories", mcp("list_memories", "memory", "list")),
     read("stats", "memories", mcp("memory_stats", "memory", "stats")),
@@ -121,13 +121,13 @@ OPERATIONS: tuple[Operation, ...] = (
           mcp("store_runbook", "knowledge", "store_runbook"), keyed=True),
     write("store_postmortem", "knowledge",
           mcp("store_postmortem", "knowledge", "store_postmortem"), keyed=True),
-    write("mark_outdated", "knowledge", mcp("mark_outdated", "knowledge", "mark_outdated")),
-    write("merge_duplicates", "knowledge",
+    write("mark_outdated", "curation", mcp("mark_outdated", "knowledge", "mark_outdated")),
+    write("merge_duplicates", "curation",
           mcp("merge_duplicates", "knowledge", "merge_duplicates")),
     read("search_runbooks", "knowledge", mcp("search_runbooks", "knowledge", "search_runbooks")),
     read("recall_similar_incidents", "knowledge",
          mcp("recall_similar_incidents", "knowledge", "similar_incidents")),
-    write("promote_to_canonical", "knowledge",
+    write("promote_to_canonical", "curation",
           mcp("promote_to_canonical", "knowledge", "promote")),
     read("list_canonical_knowledge", "knowledge",
          mcp("list_canonical_knowledge", "knowledge", "list_canonical")),
@@ -137,7 +137,7 @@ OPERATIONS: tuple[Operation, ...] = (
     read("recall_as_of", "knowledge", mcp("recall_as_of", "knowledge", "recall_as_of")),
     read("knowledge_timeline", "knowledge", mcp("knowledge_timeline", "knowledge", "timeline")),
     write("cite_source", "knowledge", mcp("cite_source", "knowledge", "cite")),
-    write("verify_entry", "knowledge", mcp("verify_entry", "knowledge", "verify")),
+    write("verify_entry", "curation", mcp("verify_entry", "knowledge", "verify")),
     read("verification_candidates", "knowledge",
          mcp("verification_candidates", "knowledge", "verification_candidates")),
     read("drift_scan", "knowledge", mcp("drift_scan", "knowledge", "drift_scan")),
@@ -148,6 +148,7 @@ OPERATIONS: tuple[Operation, ...] = (
     write("index_triples", "graph", mcp("index_triples", "graph", "index_triples"),
           background=True),
     read("memory_graph", "graph"),
+    read("entity_page", "graph"),
     read("wait_for_extraction", "graph"),
     # -- documents and files (graphmem/documents/ops.py) --------------------------------------
     read("search_docs", "documents", mcp("semantic_search", "docs", "search")),
@@ -177,6 +178,9 @@ OPERATIONS: tuple[Operation, ...] = (
     read("steward_status", "steward", mcp("steward_status", "steward", "status")),
     read("steward_report", "steward", mcp("steward_report", "steward", "report")),
     write("steward_undo", "steward", mcp("steward_undo", "steward", "undo")),
+    read("audit_log", "curation"),
+    # -- what arrived, for the console's landing page (graphmem/feed.py) ----------------------
+    read("feed", "arrivals"),
     write("sweep_archive", "upkeep", mcp("sweep_archive", "steward", "sweep"), background=True),
     write("recount_references", "upkeep", mcp("recount_references", "steward", "recount"),
           background=True),

@@ -17,13 +17,16 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from graphmem import registry
 from graphmem.admin_ops import AdminOps
-from graphmem.agents.context import HookOps, RelevanceBar
+from graphmem.agents.context import HookOps
+from graphmem.curation import CurationOps
 from graphmem.documents.ops import DocumentOps
 from graphmem.embeddings.base import Embedder
+from graphmem.feed import FeedOps
 from graphmem.graph.ops import GraphOps
 from graphmem.knowledge.ops import KnowledgeOps
 from graphmem.memory_ops import MemoryOps
 from graphmem.passage_work import PassageWork
+from graphmem.recall.relevance import RelevanceBar
 from graphmem.service_context import ServiceContext
 from graphmem.sessions.checkpoint import CheckpointOps, DedupPolicy
 from graphmem.sessions.ops import SessionOps
@@ -82,6 +85,8 @@ class GraphMemory:
         self.memories = MemoryOps(context, self.documents)
         self.admin = AdminOps(context, self.memories, self.passages)
         self.knowledge = KnowledgeOps(context, self.memories, self.documents)
+        self.arrivals = FeedOps(context)
+        self.curation = CurationOps(context, self.memories, self.knowledge)
         self.graph = GraphOps(context, self.memories, self.knowledge)
         self.steward = StewardOps(context, self.memories, self.knowledge)
         self.upkeep = UpkeepOps(context, self.steward)
@@ -142,12 +147,13 @@ class GraphMemory:
 
     @property
     def relevance(self) -> RelevanceBar:
-        """When a hook adds a recalled memory or section to a prompt (graphmem.agents.context)."""
-        return self.hooks.relevance
+        """When a hook adds a recalled memory or section to a prompt (graphmem.agents.context),
+        and when recall warns of a dead end (graphmem.recall.warnings)."""
+        return self._context.relevance
 
     @relevance.setter
     def relevance(self, bar: RelevanceBar) -> None:
-        self.hooks.relevance = bar
+        self._context.relevance = bar
 
     @property
     def checkpoint_dedup(self) -> DedupPolicy | None:
@@ -165,7 +171,7 @@ class GraphMemory:
     recall = _delegate(MemoryOps.recall)
     recall_scoped = _delegate(MemoryOps.recall_scoped, "memories")
     get = _delegate(MemoryOps.get)
-    update = _delegate(MemoryOps.update)
+    update = _delegate(CurationOps.update)
     delete = _delegate(MemoryOps.delete)
     stats = _delegate(MemoryOps.stats)
     list = _delegate(MemoryOps.list)
@@ -190,18 +196,18 @@ class GraphMemory:
     store_incident = _delegate(KnowledgeOps.store_incident)
     store_runbook = _delegate(KnowledgeOps.store_runbook)
     store_postmortem = _delegate(KnowledgeOps.store_postmortem)
-    mark_outdated = _delegate(KnowledgeOps.mark_outdated)
-    merge_duplicates = _delegate(KnowledgeOps.merge_duplicates)
+    mark_outdated = _delegate(CurationOps.mark_outdated)
+    merge_duplicates = _delegate(CurationOps.merge_duplicates)
     search_runbooks = _delegate(KnowledgeOps.search_runbooks)
     recall_similar_incidents = _delegate(KnowledgeOps.recall_similar_incidents)
-    promote_to_canonical = _delegate(KnowledgeOps.promote_to_canonical)
+    promote_to_canonical = _delegate(CurationOps.promote_to_canonical)
     list_canonical_knowledge = _delegate(KnowledgeOps.list_canonical_knowledge)
     recall_canonical_knowledge = _delegate(KnowledgeOps.recall_canonical_knowledge)
     project_bank_view = _delegate(KnowledgeOps.project_bank_view)
     recall_as_of = _delegate(KnowledgeOps.recall_as_of)
     knowledge_timeline = _delegate(KnowledgeOps.knowledge_timeline)
     cite_source = _delegate(KnowledgeOps.cite_source)
-    verify_entry = _delegate(KnowledgeOps.verify_entry)
+    verify_entry = _delegate(CurationOps.verify_entry)
     verification_candidates = _delegate(KnowledgeOps.verification_candidates)
     drift_scan = _delegate(KnowledgeOps.drift_scan)
 
@@ -212,6 +218,7 @@ class GraphMemory:
     merge_entities = _delegate(GraphOps.merge_entities)
     index_triples = _delegate(GraphOps.index_triples)
     memory_graph = _delegate(GraphOps.memory_graph)
+    entity_page = _delegate(GraphOps.entity_page)
     wait_for_extraction = _delegate(GraphOps.wait_for_extraction)
     schedule_pending_extraction = _delegate(GraphOps.schedule_pending_extraction, "graph")
 
@@ -245,6 +252,8 @@ class GraphMemory:
     steward_status = _delegate(StewardOps.steward_status)
     steward_report = _delegate(StewardOps.steward_report)
     steward_undo = _delegate(StewardOps.steward_undo)
+    audit_log = _delegate(CurationOps.audit_log)
+    feed = _delegate(FeedOps.feed)
     conflicts_report = _delegate(StewardOps.conflicts_report)
     steward_status_last_finished = _delegate(StewardOps.steward_status_last_finished, "steward")
     sweep_archive = _delegate(UpkeepOps.sweep_archive)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphmem.embeddings.factory import make_embedder, warm
 from graphmem.graph.background import Extraction
+from graphmem.recall.relevance import RelevanceBar
 from graphmem.storage import open_store_backend, saved_space_names
 from graphmem.storage.protocols import Store
 from graphmem.usage import UsageLog
@@ -36,6 +37,8 @@ class ServiceContext:
         """See GraphMemory: `background` runs extraction and usage flushes on threads,
         `warm_embedder` loads the model in a thread while the store opens."""
         self.settings = settings
+        # what a prompt's memories and recall's dead-end warnings must clear (recall.relevance)
+        self.relevance = RelevanceBar()
         self._embedder = embedder
         self._embedding = settings.embedding
         if warm_embedder and embedder is None:

@@ -169,3 +169,16 @@ def ends_asking(text: str) -> bool:
     """Whether the text ends on a question, bracketed notes after it aside ("What's your best
     camping memory? [shares an image: ...]")."""
     return _TRAILING_NOTE.sub("", text).rstrip().endswith("?")
+
+
+def shortened(text: str, limit: int) -> str:
+    """`text` on one line, at most `limit` characters: cut at a word where one is near, with
+    an ellipsis that says it was cut."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-") + "…"

@@ -14,7 +14,6 @@ import re
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,7 @@ from graphmem.models import MemoryFilter
 from graphmem.recall.config import get_recipe
 from graphmem.recall.pipeline import hydrate, rank
 from graphmem.recall.query import embedding_text
+from graphmem.recall.relevance import RelevanceBar
 from graphmem.service_context import Service, ServiceContext
 from graphmem.sessions.statements import statements
 
@@ -60,38 +60,6 @@ _WORD = re.compile(r"\w{3,}")
 _SPACES = re.compile(r"\s+")
 
 
-@dataclass(frozen=True)
-class RelevanceBar:
-    """When a recalled memory or document section is worth injecting with a prompt, from its
-    explain features: the raw cosine of the prompt to it (for a memory, the better of its own
-    and its best passage's) alone, or a lower cosine with a share of the prompt's content words
-    found in it (`terms`). BM25's own feature is scaled to the best candidate, so it says
-    nothing absolute. Measured with the local model: see docs/agents.md#hooks."""
-
-    cosine: float = 0.45
-    cosine_with_terms: float = 0.35
-    terms: float = 0.5
-    doc_cosine: float = 0.50
-    doc_cosine_with_terms: float = 0.40
-    doc_terms: float = 0.6
-
-    def memory(self, explain: Mapping[str, Any] | None) -> bool:
-        if not explain:
-            return False
-        sim = max(explain.get("cosine_raw") or 0.0, explain.get("passage_raw") or 0.0)
-        terms = explain.get("features", {}).get("terms", 0.0)
-        return sim >= self.cosine or (sim >= self.cosine_with_terms and terms >= self.terms)
-
-    def section(self, explain: Mapping[str, Any] | None) -> bool:
-        if not explain:
-            return False
-        sim = explain.get("raw_cosine") or 0.0
-        terms = explain.get("features", {}).get("terms", 0.0)
-        return sim >= self.doc_cosine or (
-            sim >= self.doc_cosine_with_terms and terms >= self.doc_terms
-        )
-
-
 class HookOps(Service):
     """Context for session start and each prompt; checkpoints of the transcript."""
 
@@ -106,12 +74,17 @@ class HookOps(Service):
         self._knowledge = knowledge
         self._checkpoints = checkpoints
         self._sessions = sessions
-        self.relevance = RelevanceBar()  # replace it to move the bar
         self._jobs = Jobs("graphmem-hooks")  # its thread starts with the first job
         self._pending_failed: set[str] = set()  # captures that failed: the next owner's
         self._pending_queued = False
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+
+    @property
+    def relevance(self) -> RelevanceBar:
+        """The bar a memory or section clears to go with a prompt: the store's, which recall's
+        dead-end warnings clear too (replace it on the facade to move both)."""
+        return self.context.relevance
 
     # -- served to `graphmem hook` ----------------------------------------------------------
 

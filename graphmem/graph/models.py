@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from graphmem.knowledge.models import CitationState
@@ -57,12 +59,24 @@ class PathStep(Model):
     )
 
 
+class PathNode(Model):
+    """A node of a path: a memory or an entity, by id, with its label."""
+
+    kind: Literal["memory", "entity"]
+    id: str
+    label: str
+
+
 class MultiHopHit(Hit):
     seed: bool = Field(description="one of the hybrid-recall hits the walk started from")
     hops: int | None = Field(
         description="memory-to-memory steps from the nearest seed; null when only recall found it"
     )
     path: list[PathStep] = Field(default_factory=list)
+    nodes: list[PathNode] = Field(
+        default_factory=list,
+        description="the path's nodes in order, from the recall hit it starts at to this one",
+    )
     path_text: str = Field(default="", description="the path as one line: a -rel-> b -rel-> c")
 
 
@@ -123,6 +137,34 @@ class Neighbour(Model):
         "or mentions (both name `via`)"
     )
     via: str | None = Field(default=None, description="the entity both name, for mentions")
+
+
+class EntityFact(Model):
+    """A fact an entity is the subject or object of, with both ends named."""
+
+    id: str
+    subject_id: str
+    subject: str
+    predicate: str
+    object_id: str
+    object: str
+    sources: list[str] = Field(
+        default_factory=list, description="the memories it was extracted from, newest first"
+    )
+
+
+class EntityPage(Model):
+    """One entity: its names, the memories that name it and the facts it is in."""
+
+    id: str
+    name: str
+    label: str
+    aliases: list[str] = Field(default_factory=list, description="names merged into it")
+    mentions: int = Field(description="memories that name it")
+    memories: list[Neighbour] = Field(
+        default_factory=list, description="memories that name it, newest first, at most `limit`"
+    )
+    facts: list[EntityFact] = Field(default_factory=list)
 
 
 class MemoryGraph(Model):

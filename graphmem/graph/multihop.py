@@ -10,13 +10,13 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from graphmem.graph.models import PathStep
+from graphmem.graph.models import PathNode, PathStep
 from graphmem.indexes.entity_index import EntityIndex, grouped, rows_of
 from graphmem.models import Memory
 from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
@@ -548,14 +548,18 @@ def fuse(
     }
 
 
-def render(sub: Subgraph, nodes: Sequence[str], memories: Mapping[str, Memory]) -> list[PathStep]:
-    """The path as steps between readable labels: memory titles and entity names."""
-
+def _namer(sub: Subgraph, memories: Mapping[str, Memory]) -> Callable[[str], str]:
     def name(node: str) -> str:
         if node.startswith("m:") and node[2:] in memories:
             return label(memories[node[2:]])
         return sub.name(node)
 
+    return name
+
+
+def render(sub: Subgraph, nodes: Sequence[str], memories: Mapping[str, Memory]) -> list[PathStep]:
+    """The path as steps between readable labels: memory titles and entity names."""
+    name = _namer(sub, memories)
     steps = []
     for a, b in itertools.pairwise(nodes):
         edge = sub.edge(a, b)
@@ -565,6 +569,17 @@ def render(sub: Subgraph, nodes: Sequence[str], memories: Mapping[str, Memory]) 
             )
         )
     return steps
+
+
+def path_nodes(
+    sub: Subgraph, nodes: Sequence[str], memories: Mapping[str, Memory]
+) -> list[PathNode]:
+    """The path's nodes, each a memory or an entity by id, with the labels `render` gives."""
+    name = _namer(sub, memories)
+    return [
+        PathNode(kind="memory" if node[:2] == "m:" else "entity", id=node[2:], label=name(node))
+        for node in nodes
+    ]
 
 
 def path_text(steps: Sequence[PathStep]) -> str:

@@ -10,10 +10,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from graphmem.errors import InvalidInput, check_limit
+from graphmem.errors import InvalidInput, NotFound, check_limit
 from graphmem.graph.models import (
+    EntityFact,
     EntityInfo,
     EntityList,
+    EntityPage,
     IndexReport,
     MemoryEntity,
     MemoryFact,
@@ -171,6 +173,55 @@ class GraphOps(Service):
             edges_moved=moved,
         )
 
+    def entity_page(self, entity_id: str, *, limit: int = 50) -> EntityPage:
+        """One entity: its name, label and aliases, the memories that name it (newest first, up
+        to `limit`) and the facts it is the subject or object of, each with the memories it came
+        from."""
+        check_limit(limit)
+        row = self.store.entities.row(entity_id)
+        if row is None:
+            raise NotFound(f"no entity {entity_id!r}", entity_id=entity_id)
+        index = self.store.entities.index()
+        naming = index.memories_naming(entity_id)
+        # newest first by the in-process columns: only the memories shown are read
+        rows = self.store.memories.scoring_rows(naming)
+        newest = sorted(rows, key=lambda m: rows[m].created_at, reverse=True)[:limit]
+        read = self.store.memories.get_many(newest)
+        found = [read[m] for m in newest if m in read]
+        facts = index.facts_of(entity_id)[:limit]
+        names = self.store.entities.names([e for s, _, o, _ in facts for e in (s, o)])
+        sources = self.store.entities.fact_sources([fact for _, _, _, fact in facts])
+        return EntityPage(
+            id=entity_id,
+            name=row["name"],
+            label=row["label"],
+            aliases=row["aliases"],
+            mentions=len(naming),
+            memories=[
+                Neighbour(
+                    id=m.id,
+                    label=_label(m.title, m.content),
+                    kind=m.kind,
+                    lifecycle=m.lifecycle,
+                    relation="mentions",
+                    via=row["name"],
+                )
+                for m in found
+            ],
+            facts=[
+                EntityFact(
+                    id=fact,
+                    subject_id=subject,
+                    subject=names.get(subject, (subject,))[0],
+                    predicate=predicate,
+                    object_id=obj,
+                    object=names.get(obj, (obj,))[0],
+                    sources=sources.get(fact, []),
+                )
+                for subject, predicate, obj, fact in facts
+            ],
+        )
+
     def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph:
         """What the graph holds around one memory: the files it cites (and whether they
         changed), the entities it names, the facts it states, and up to `limit` neighbours:
@@ -295,6 +346,7 @@ class GraphOps(Service):
                     seed=memory_id in seeds,
                     hops=sum(n[:2] == "m:" for n in nodes[1:]) if nodes else None,
                     path=steps,
+                    nodes=multihop.path_nodes(sub, nodes, memories) if nodes else [],
                     path_text=multihop.path_text(steps),
                 )
             )

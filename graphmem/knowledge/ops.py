@@ -53,6 +53,7 @@ from graphmem.storage.selection import (
     MemorySelection,
     Mentions,
 )
+from graphmem.text import shortened
 
 if TYPE_CHECKING:
     from graphmem.api import Filters
@@ -178,7 +179,7 @@ class KnowledgeOps(Service):
         rec = _parse(DecisionRecord, fields)
         self.store.knowledge.check_dead_ends(rec.avoids)  # before anything is written
         memory = self._store_record(
-            rec, kind="decision", type_="semantic", title=rec.decision[:80],
+            rec, kind="decision", type_="semantic", title=shortened(rec.decision, 80),
             content=_lines(("Decision", rec.decision), ("Why", rec.rationale),
                            ("Consequences", rec.consequences), ("Status", rec.status)),
         )  # fmt: skip
@@ -190,7 +191,7 @@ class KnowledgeOps(Service):
         """An approach that failed and why, so nobody tries it again; recall warns about it."""
         rec = _parse(DeadEndRecord, fields)
         return self._store_record(
-            rec, kind="dead_end", type_="episodic", title=f"Dead end: {rec.attempted_approach[:70]}",
+            rec, kind="dead_end", type_="episodic", title=f"Dead end: {shortened(rec.attempted_approach, 70)}",
             content=_lines(("Tried", rec.attempted_approach), ("Failed because", rec.why_failed),
                            ("Instead", rec.alternative)),
         )  # fmt: skip
@@ -198,7 +199,7 @@ class KnowledgeOps(Service):
     def store_incident(self, /, **fields: Any) -> StoredMemory:
         rec = _parse(IncidentRecord, fields)
         return self._store_record(
-            rec, kind="incident", type_="episodic", title=f"Incident: {rec.summary[:70]}",
+            rec, kind="incident", type_="episodic", title=f"Incident: {shortened(rec.summary, 70)}",
             content=_lines(("Incident", rec.summary), ("Severity", rec.severity),
                            ("Impact", rec.impact), ("Root cause", rec.root_cause),
                            ("Resolution", rec.resolution)),
@@ -213,7 +214,7 @@ class KnowledgeOps(Service):
         for path in paths:
             self._require_file(path)
         memory = self._store_record(
-            rec, kind="runbook", type_="procedural", title=f"Runbook: {rec.trigger[:70]}",
+            rec, kind="runbook", type_="procedural", title=f"Runbook: {shortened(rec.trigger, 70)}",
             content=_lines(("When", rec.trigger), ("Steps", "\n" + steps),
                            ("Verify", rec.verification), ("Rollback", rec.rollback)),
         )  # fmt: skip
@@ -227,7 +228,7 @@ class KnowledgeOps(Service):
             self._memories.get(rec.incident_id)
         items = "\n".join(f"- {item}" for item in rec.action_items)
         return self._store_record(
-            rec, kind="postmortem", type_="semantic", title=f"Postmortem: {rec.summary[:70]}",
+            rec, kind="postmortem", type_="semantic", title=f"Postmortem: {shortened(rec.summary, 70)}",
             content=_lines(("Postmortem", rec.summary), ("Root cause", rec.root_cause),
                            ("Action items", "\n" + items if items else None)),
         )  # fmt: skip

@@ -241,6 +241,26 @@ class StewardStatus(Model):
     )
 
 
+class AuditEntry(Model):
+    """One audited change: who did what to which memory, when, and whether it was undone."""
+
+    id: str
+    actor: str
+    action: str = Field(description="curate:ACTION by hand, steward:ACTION, review:..., ...")
+    target: str | None = None
+    item: str | None = Field(default=None, description="the finding or review item, if any")
+    run: str | None = None
+    at: UtcDateTime
+    undone_at: UtcDateTime | None = None
+    undoable: bool = Field(default=False, description="steward_undo(id) can put it back")
+
+
+class AuditPage(Model):
+    """The newest audited changes, newest first."""
+
+    entries: list[AuditEntry] = Field(default_factory=list)
+
+
 class UndoReport(Model):
     """What an undo reverted: the audit records, and the memories and findings restored."""
 

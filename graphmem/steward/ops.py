@@ -362,11 +362,12 @@ class StewardOps(Service):
         rows = [
             r
             for r in self.store.steward.audit_rows(run_or_action)
-            if r["action"].startswith("steward:")
+            if r["action"].startswith(("steward:", "curate:"))
         ]
         if not rows:
             raise NotFound(
-                f"no steward run or action {run_or_action!r} changed anything", id=run_or_action
+                f"no steward run or action, nor audited change, {run_or_action!r} to undo",
+                id=run_or_action,
             )
         report = UndoReport()
         for row in rows:
@@ -382,6 +383,8 @@ class StewardOps(Service):
                     {"audit": row["id"], "why": f"{changed} changed since: undo it by hand"}
                 )
                 continue
+            for memory_id, text in before.get("text", {}).items():  # an edit: embeds again
+                self._memories.update(memory_id, **text)
             with self.store.transaction():
                 report.memories += sediment.restore(self.store, before.get("layers", {}), moved)
                 report.skipped += [

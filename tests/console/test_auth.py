@@ -10,7 +10,7 @@ import pytest
 
 from tests.console.conftest import TOKEN, Seeded
 
-PAGES = ["/", "/search?q=deploy", "/memory/{id}", "/multihop?q=deploy", "/inbox", "/documents",
+PAGES = ["/", "/feed?kind=note", "/search?q=deploy", "/memory/{id}", "/multihop?q=deploy", "/inbox", "/documents",
          "/document?path=docs/deploy.md", "/stats"]  # fmt: skip
 
 
@@ -60,7 +60,7 @@ def test_login_never_sends_the_browser_to_another_site(console: str) -> None:
     with httpx.Client(base_url=console, follow_redirects=False, timeout=30) as client:
         for target in ("https://evil.example/", "//evil.example/x", "/mcp"):
             response = client.post("/login", data={"token": TOKEN, "next": target})
-            assert response.headers["location"] == "/console/search", target
+            assert response.headers["location"] == "/console/feed", target
 
 
 def test_a_cross_site_form_post_is_refused(console: str, seeded: Seeded) -> None:

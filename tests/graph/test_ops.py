@@ -155,6 +155,12 @@ def test_multihop_reaches_the_fix_through_the_shared_entity_and_shows_the_path(
     assert "index lock" in fix.path_text and fix.path_text.startswith("The billing migration")
     # the fact "index lock -mitigated_by-> rollback runbook" leads straight to the runbook
     assert runbook is not None and runbook.hops == 1 and "-mitigated_by->" in runbook.path_text
+    # each node of the path by id, so a picture of it can link every node
+    nodes = [(n.kind, n.id, n.label) for n in fix.nodes]
+    assert len(nodes) == len(fix.path) + 1
+    assert nodes[0][:2] == ("memory", stored[0].id) and nodes[-1][:2] == ("memory", fix.memory.id)
+    assert ("entity", "index lock") in [n[:2] for n in nodes]
+    assert [n[2] for n in nodes] == [fix.path[0].source, *(s.target for s in fix.path)]
     lunch = by_id.get(stored[4].id)  # shares nothing with the question: no path, ranked below
     assert lunch is None or (lunch.hops is None and lunch.score < runbook.score)
     assert result.subgraph["entities"] >= 2
@@ -344,3 +350,25 @@ def test_memory_graph_shows_a_memorys_citations_entities_facts_and_neighbours(
     assert gm.memory_graph(new.id).citations[0].status == "source_changed"
     with pytest.raises(NotFound):
         gm.memory_graph("01NOSUCHMEMORY")
+
+
+def test_an_entity_page_lists_the_memories_that_name_it_and_its_facts_and_their_sources(
+    oneshot: GraphMemory,
+) -> None:
+    gm = oneshot
+    first = gm.remember("The checkout-service depends on Redis for carts")
+    second = gm.remember("The checkout-service pages the payments team on errors")
+    gm.remember("Lunch is at noon on Fridays")
+    gm.index_triples()
+
+    page = gm.entity_page("checkout-service")
+    assert (page.id, page.name) == ("checkout-service", "checkout-service")
+    assert page.mentions == 2
+    assert [m.id for m in page.memories] == [second.id, first.id]  # newest first
+    assert all(m.relation == "mentions" and m.via == "checkout-service" for m in page.memories)
+    fact = next(f for f in page.facts if f.object_id == "redis")
+    assert (fact.subject_id, fact.subject, fact.object) == ("checkout-service", page.name, "Redis")
+    assert fact.sources == [first.id]  # the memory that stated it
+    assert [m.id for m in gm.entity_page("checkout-service", limit=1).memories] == [second.id]
+    with pytest.raises(NotFound):
+        gm.entity_page("no-such-entity")

@@ -327,6 +327,36 @@ class KuzuDocuments:
         )
         return [dict(zip(_SUMMARY, row, strict=True)) for row in rows]
 
+    def newest_indexed(
+        self,
+        *,
+        since: datetime | None,
+        until: datetime | None,
+        before: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"limit": limit}
+        where = ["d.indexed_at IS NOT NULL"]
+        if since is not None:
+            where.append("d.indexed_at >= $since")
+            params["since"] = since
+        if until is not None:
+            where.append("d.indexed_at < $until")
+            params["until"] = until
+        if before is not None:
+            where.append(
+                "(d.indexed_at < $b_at OR (d.indexed_at = $b_at AND concat('doc:', d.path) < $b_key))"
+            )
+            params["b_at"], params["b_key"] = before
+        rows = self.conn.read(
+            f"MATCH (d:Document) WHERE {' AND '.join(where)} "
+            "RETURN d.path, d.title, d.source_type, d.indexed_at "
+            "ORDER BY d.indexed_at DESC, d.path DESC LIMIT $limit",
+            params,
+        )
+        names = ("path", "title", "source_type", "indexed_at")
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
     def page(self, path: str) -> dict[str, Any] | None:
         """The Document at `path`, its sections in reading order and the memories citing it,
         oldest first; None when there is none."""

@@ -283,6 +283,19 @@ class KuzuEntities:
         )
         return [tuple(r) for r in rows]
 
+    def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
+        if not fact_ids:
+            return {}
+        rows = self.conn.read(
+            "MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) WHERE f.id IN $ids "
+            "RETURN f.id, m.id ORDER BY m.created_at DESC, m.id DESC",
+            {"ids": list(dict.fromkeys(fact_ids))},
+        )
+        found: dict[str, list[str]] = {}
+        for fact, memory in rows:
+            found.setdefault(fact, []).append(memory)
+        return found
+
     def overview(
         self, *, query: str | None, label: str | None, limit: int
     ) -> list[tuple[str, str, str, int, int, list[str], int]]:

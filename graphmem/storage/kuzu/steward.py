@@ -231,6 +231,15 @@ class KuzuSteward:
             found.append(entry)
         return found
 
+    def recent_audit(self, limit: int) -> list[dict[str, Any]]:
+        rows = self.conn.read(
+            "MATCH (a:Audit) RETURN a.id, a.actor, a.action, a.target, a.item, a.run, a.at, "
+            "a.undone_at ORDER BY a.at DESC, a.id DESC LIMIT $limit",
+            {"limit": limit},
+        )
+        names = ("id", "actor", "action", "target", "item", "run", "at", "undone_at")
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
     def mark_undone(self, audit_id: str, at: datetime) -> None:
         self.conn.execute(
             "MATCH (a:Audit {id: $id}) SET a.undone_at = $at", {"id": audit_id, "at": at}

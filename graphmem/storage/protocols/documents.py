@@ -111,6 +111,19 @@ class Documents(Protocol):
         sections: {path, title, source_type, sections}."""
         ...
 
+    def newest_indexed(
+        self,
+        *,
+        since: datetime | None,
+        until: datetime | None,
+        before: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[dict[str, Any]]:
+        """Up to `limit` indexed documents, indexed in [since, until), newest first
+        (indexed_at, then `doc:PATH`, descending), strictly before `before` in that order:
+        {path, title, source_type, indexed_at}."""
+        ...
+
     def page(self, path: str) -> dict[str, Any] | None:
         """The document at `path`, its sections in reading order and the memories citing it,
         oldest first; None when there is none."""

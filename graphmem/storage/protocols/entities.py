@@ -124,6 +124,10 @@ class Entities(Protocol):
         """(id, subject, predicate, object, text, confidence) of the facts a memory states."""
         ...
 
+    def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
+        """fact id -> the memories it was extracted from, newest first, of those found."""
+        ...
+
     def overview(
         self, *, query: str | None, label: str | None, limit: int
     ) -> list[tuple[str, str, str, int, int, list[str], int]]:

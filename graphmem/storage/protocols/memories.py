@@ -87,6 +87,21 @@ class Memories(Protocol):
         after `cursor` (one a page returned; InvalidInput otherwise)."""
         ...
 
+    def newest(
+        self,
+        filters: MemoryFilter,
+        *,
+        session: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        before: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[Memory]:
+        """Up to `limit` memories passing the filters, of the session if given, created in
+        [since, until), newest first (created_at, then id, descending), strictly before
+        `before` (a created_at and an id) in that order."""
+        ...
+
     def export_page(self, cursor: str | None, *, limit: int) -> MemoryPage:
         """Every memory, archived ones included, oldest first, after the cursor."""
         ...

@@ -94,6 +94,11 @@ class Steward(Protocol):
 
     def mark_undone(self, audit_id: str, at: datetime) -> None: ...
 
+    def recent_audit(self, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` audit rows, newest first: id, actor, action, target, item, run,
+        at, undone_at (before and after left out)."""
+        ...
+
     def memory_state(self, memory_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The fields a steward action may change, of each memory found, as they are now."""
         ...
