@@ -229,6 +229,25 @@ def test_reads_by_filter_selection_and_page_agree(contract_store: Any) -> None:
     assert store.labels([memories[0].id]) == {memories[0].id: "pool 0"}
 
 
+def test_the_newest_memories_come_by_time_window_and_before_a_point(contract_store: Any) -> None:
+    memories, _ = _insert(contract_store, 5)
+    newest = contract_store.memories.newest
+    everything = MemoryFilter()
+    args: dict[str, Any] = {"session": None, "since": None, "until": None, "before": None}
+    assert [m.id for m in newest(everything, **args, limit=2)] == [memories[4].id, memories[3].id]
+    after_two = {**args, "before": (memories[3].created_at, memories[3].id)}
+    assert [m.id for m in newest(everything, **after_two, limit=10)] == [
+        m.id for m in reversed(memories[:3])
+    ]
+    window = {**args, "since": memories[1].created_at, "until": memories[3].created_at}
+    assert [m.id for m in newest(everything, **window, limit=10)] == [
+        memories[2].id, memories[1].id,
+    ]  # fmt: skip
+    assert [m.id for m in newest(MemoryFilter(kind="incident"), **args, limit=10)] == [
+        memories[3].id, memories[1].id,
+    ]  # fmt: skip
+
+
 def test_the_schema_is_migrated_once(contract_store: Any) -> None:
     status = contract_store.migration_status()
     assert status.schema_version == status.latest_version and not status.pending

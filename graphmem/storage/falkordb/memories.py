@@ -263,6 +263,38 @@ class FalkorMemories:
             memories=memories, next_cursor=encode_cursor(memories[-1]) if more else None
         )
 
+    def newest(
+        self,
+        filters: MemoryFilter,
+        *,
+        session: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        before: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[Memory]:
+        params: dict[str, Any] = {"limit": limit}
+        where = [filter_clause(filters, params)]
+        if session is not None:
+            where.append("m.session_id = $session")
+            params["session"] = session
+        if since is not None:
+            where.append("m.created_at >= $since")
+            params["since"] = since
+        if until is not None:
+            where.append("m.created_at < $until")
+            params["until"] = until
+        if before is not None:
+            where.append("[m.created_at, m.id] < [$b_at, $b_key]")  # a list, as in page()
+            params["b_at"], params["b_key"] = before
+        rows = self.conn.read(
+            f"MATCH (m:Memory) WHERE {' AND '.join(where)} RETURN m.id "
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT $limit",
+            params,
+        )
+        found = self.get_many([r[0] for r in rows])
+        return [found[r[0]] for r in rows if r[0] in found]
+
     def export_page(self, cursor: str | None, *, limit: int) -> MemoryPage:
         params: dict[str, Any] = {"limit": limit + 1}
         where = "true"
