@@ -26,13 +26,12 @@ from graphmem.indexes.changes import MemoriesDeleted, MemoriesWritten
 from graphmem.indexes.columns import Datetimes, ScoringRow
 from graphmem.indexes.search_state import SearchState
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
+from graphmem.storage.cursors import decode_cursor, encode_cursor
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.memory_rows import (
     RETURN_MEMORY,
     SET_FIELDS,
-    decode_cursor,
-    encode_cursor,
     filter_clause,
     memory_to_row,
     row_to_memory,

@@ -3,15 +3,12 @@ returned columns, filters and cursors."""
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
-from graphmem.errors import InvalidInput
 from graphmem.indexes.columns import FIELDS, MEMORY_FIELDS, WRITTEN_FIELDS, memory_from_values
 from graphmem.models import Memory, MemoryFilter, stored_time
 from graphmem.storage.falkordb.values import from_micros
@@ -64,20 +61,6 @@ def columns_table(rows: Sequence[Sequence[Any]]) -> pa.Table:
     return pa.table(
         {f: pa.array([v[f] for v in values], ARROW_TYPES.get(f, pa.string())) for f in FIELDS}
     )
-
-
-def encode_cursor(memory: Memory) -> str:
-    raw = json.dumps([memory.created_at.isoformat(), memory.id])
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created, memory_id = json.loads(raw)
-        return datetime.fromisoformat(created), str(memory_id)
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput("cursor is not one that list returned", cursor=cursor) from exc
 
 
 def filter_clause(filters: MemoryFilter, params: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ from graphmem.indexes.changes import MemoriesDeleted, MemoriesWritten
 from graphmem.indexes.columns import Datetimes, ScoringRow
 from graphmem.indexes.search_state import SearchState
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
+from graphmem.storage.cursors import decode_cursor, encode_cursor
 from graphmem.storage.kuzu.connection import KuzuConnection
 from graphmem.storage.kuzu.graph_writes import forget_extraction
 from graphmem.storage.kuzu.memory_rows import (
@@ -29,8 +30,6 @@ from graphmem.storage.kuzu.memory_rows import (
     RETURN_MEMORY,
     SET_FIELDS,
     by_id,
-    decode_cursor,
-    encode_cursor,
     filter_clause,
     memory_to_row,
     param,

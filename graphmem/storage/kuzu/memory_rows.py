@@ -3,15 +3,12 @@ cursors and lookups by id, shared by the repositories that read or write memorie
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
-from graphmem.errors import InvalidInput
 from graphmem.indexes.columns import MEMORY_FIELDS, WRITTEN_FIELDS, memory_from_values
 from graphmem.models import Memory, MemoryFilter, stored_time
 from graphmem.storage.kuzu.connection import KuzuConnection
@@ -86,20 +83,6 @@ def filter_clause(filters: MemoryFilter, params: dict[str, Any]) -> str:
         conditions.append(f"list_contains(m.tags, $f_tag{i})")
         params[f"f_tag{i}"] = tag
     return " AND ".join(conditions) or "true"
-
-
-def encode_cursor(memory: Memory) -> str:
-    raw = json.dumps([memory.created_at.isoformat(), memory.id])
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created, memory_id = json.loads(raw)
-        return datetime.fromisoformat(created), str(memory_id)
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput("cursor is not one that list returned", cursor=cursor) from exc
 
 
 def by_id(conn: KuzuConnection, ids: Sequence[str], returns: str) -> list[list[Any]]:
