@@ -203,6 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     console.add_argument(
         "--memories", type=int, default=10_000, help="without --store: build one this size"
     )
+    console.add_argument(
+        "--pad-to",
+        type=int,
+        help="then fill the store to N memories with synthetic notes, their vectors supplied "
+        "and not extracted: the pages at N without hours of extraction",
+    )
     console.add_argument("--rounds", type=int, default=30, help="requests timed per page")
     console.add_argument("--bench", type=Path, default=Path("../shared/bench"))
     console.add_argument("--embedding", default="local", help=embedding.HELP)
@@ -273,10 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "console":
-        from eval.console_bench import build_store, run_console_bench
+        from eval.console_bench import build_store, pad, run_console_bench
 
         progress = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
         home = args.store or build_store(args.bench, args.memories, args.embedding, progress)
+        if args.pad_to:
+            pad(home, args.pad_to, args.embedding, progress)
         result = run_console_bench(home, args.embedding, rounds=args.rounds)
         size = f"{round(result['memories'] / 1000)}k"
         _write(result, args.out or Path("eval/results") / f"console_{size}.json")

@@ -9,6 +9,8 @@ builds one first from the steward benchmark's real text (eval/steward.py), in a 
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 import statistics
 import tempfile
@@ -23,6 +25,7 @@ from urllib.parse import quote, urlencode
 import httpx
 
 from eval.owner import served
+from graphmem.console.app import FEED_PAGE
 from graphmem.mcp.http import make_http_server
 
 TOKEN = "console-bench-token"
@@ -51,6 +54,15 @@ def _pages(remote: Any, rng: random.Random, rounds: int) -> dict[str, list[str]]
     ]
     queries = [" ".join(t.split()[:6]) for t in texts]
     docs = [r[0] for r in remote.cypher("MATCH (d:Document) RETURN d.path LIMIT 200").rows]
+    # entities with facts, the busiest first: their pages and pictures are the biggest
+    entities = [
+        r[0]
+        for r in remote.cypher(
+            "MATCH (f:Fact)-[:SUBJECT]->(e:Entity) RETURN e.id, count(f) AS n "
+            "ORDER BY n DESC LIMIT 200"
+        ).rows
+    ]
+    kinds = [r[0] for r in remote.cypher("MATCH (m:Memory) RETURN DISTINCT m.kind LIMIT 20").rows]
 
     def search(**args: str) -> list[str]:
         return [f"/search?{urlencode({'q': q, **args})}" for q in queries]
@@ -68,7 +80,37 @@ def _pages(remote: Any, rng: random.Random, rounds: int) -> dict[str, list[str]]
     }
     if docs:
         pages["document"] = [f"/document?{urlencode({'path': rng.choice(docs)})}"] * rounds
+    pages |= {
+        "feed": ["/feed"] * rounds,
+        "feed_filtered": [f"/feed?{urlencode({'kind': rng.choice(kinds)})}" for _ in range(rounds)],
+        "feed_deep": _feed_pages(remote, rounds),
+        "inbox_deferred": ["/inbox?show=deferred"] * rounds,
+        "audit": ["/audit"] * rounds,
+    }
+    if entities:
+        picked = [rng.choice(entities) for _ in range(rounds)]
+        pages["entity"] = [f"/entity/{quote(e)}" for e in picked]
+        pages["entity_expanded"] = [
+            f"/entity/{quote(e)}?{urlencode({'expand': ','.join(_neighbours(remote, e))})}"
+            for e in picked
+        ]
     return pages
+
+
+def _feed_pages(remote: Any, rounds: int) -> list[str]:
+    """The feed's pages one after another, as a person pages back: the tenth page down."""
+    urls, cursor = [], None
+    for _ in range(rounds):
+        urls.append(f"/feed?{urlencode({'cursor': cursor})}" if cursor else "/feed")
+        cursor = remote.feed(limit=FEED_PAGE, cursor=cursor).next_cursor  # None: start again
+    return urls
+
+
+def _neighbours(remote: Any, entity_id: str) -> list[str]:
+    """Up to three entities an entity has facts with: what a person expands first."""
+    page = remote.entity_page(entity_id)
+    others = {f.object_id if f.subject_id == entity_id else f.subject_id for f in page.facts}
+    return sorted(o for o in others if o and o != entity_id)[:3]
 
 
 def run_console_bench(home: Path, embedding: str, *, rounds: int = 30, seed: int = 0) -> dict:
@@ -141,3 +183,31 @@ def build_store(
         build(gm, corpus, progress)
         gm.steward_run("all", dry_run=False)  # an inbox to show
     return folder / ".graphmem"
+
+
+def pad(home: Path, memories: int, embedding: str, progress: Callable[[str], None]) -> None:
+    """Fill the store to `memories` with the speed benchmark's synthetic notes, each bringing
+    the vector of a memory already stored (so none is embedded) and none extracted."""
+    from eval.bench import synthetic_memories
+    from eval.embedding import config
+    from graphmem import open_store
+    from graphmem.embeddings.factory import make_embedder
+
+    embedder = make_embedder(config(embedding))
+    with open_store(home, embedder=embedder, extract_on_write=False) as gm:
+        missing = memories - gm.stats().total
+        if missing <= 0:
+            return
+        _, matrix = gm.store.vectors.matrix(embedder.space)
+        vectors = [base64.b64encode(row.astype("<f4").tobytes()).decode() for row in matrix[:5000]]
+        notes = synthetic_memories(missing, seed=3)
+        for first in range(0, missing, 10_000):
+            lines = [
+                json.dumps(
+                    {**note, "vector": vectors[(first + k) % len(vectors)],
+                     "embedding_space": embedder.space.label}
+                )
+                for k, note in enumerate(notes[first : first + 10_000])
+            ]  # fmt: skip
+            gm.import_jsonl(lines)
+            progress(f"padded {min(first + 10_000, missing):,} / {missing:,}")

@@ -325,6 +325,7 @@ class StewardAPI(Protocol):
         type: str | None = None,
         kind: str | None = None,
         session: str | None = None,
+        agent: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int = 30,

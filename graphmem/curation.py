@@ -114,11 +114,14 @@ class CurationOps(Service):
         """The newest audited changes, by hand, by the steward and by session capture; an entry
         `undoable` can be put back with `steward_undo(id)`."""
         check_limit(limit)
-        rows = self.context.store.steward.recent_audit(limit)
+        store = self.context.store
+        rows = store.steward.recent_audit(limit)
+        labels = store.memories.labels(sorted({r["target"] for r in rows if r["target"]}))
         return AuditPage(
             entries=[
                 AuditEntry.model_validate(
-                    {**row, "undoable": row["undone_at"] is None
+                    {**row, "target_label": labels.get(row["target"] or ""),
+                     "undoable": row["undone_at"] is None
                      and str(row["action"]).startswith(UNDOABLE)}
                 )
                 for row in rows

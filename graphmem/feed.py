@@ -37,15 +37,17 @@ class FeedOps(Service):
         type: str | None = None,
         kind: str | None = None,
         session: str | None = None,
+        agent: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int = 30,
         cursor: str | None = None,
     ) -> FeedPage:
         """Memories stored and documents indexed, newest first, `limit` a page; pass
-        `next_cursor` back for the next. `context`, `type`, `kind` and `session` keep memories
-        (documents have none of them, so any of them leaves documents out); `since` (included)
-        and `until` (excluded) bound when it arrived. Archived memories are left out."""
+        `next_cursor` back for the next. `context`, `type`, `kind`, `session` and `agent` (the
+        client whose sessions stored them) keep memories (documents have none of them, so any
+        of them leaves documents out); `since` (included) and `until` (excluded) bound when it
+        arrived. Archived memories are left out."""
         check_limit(limit, most=200)
         try:
             filters = MemoryFilter.model_validate({"context": context, "type": type, "kind": kind})
@@ -55,13 +57,17 @@ class FeedOps(Service):
             raise InvalidInput("since must be before until")
         before = _uncursor(cursor) if cursor else None
         store = self.context.store
+        agents = store.sessions.by_client()
+        sessions = [session] if session else None
+        if agent:
+            of_agent = agents.get(agent, [])
+            sessions = [s for s in sessions if s in of_agent] if sessions else of_agent
         memories = store.memories.newest(
-            filters, session=session or None, since=since, until=until, before=before,
-            limit=limit + 1,
-        )  # fmt: skip
+            filters, sessions=sessions, since=since, until=until, before=before, limit=limit + 1
+        )
         items = [FeedItem(kind="memory", at=m.created_at, memory=m) for m in memories]
         keys = {id(i): i.memory.id for i in items if i.memory}
-        if not (context or type or kind or session):
+        if not (context or type or kind or session or agent):
             for row in store.documents.newest_indexed(
                 since=since, until=until, before=before, limit=limit + 1
             ):
@@ -75,5 +81,7 @@ class FeedOps(Service):
         page, more = items[:limit], len(items) > limit
         last = page[-1] if page else None
         return FeedPage(
-            items=page, next_cursor=_cursor(last.at, keys[id(last)]) if more and last else None
+            items=page,
+            next_cursor=_cursor(last.at, keys[id(last)]) if more and last else None,
+            agents=sorted(agents),
         )

@@ -529,3 +529,6 @@ class FeedItem(Model):
 class FeedPage(Model):
     items: list[FeedItem] = Field(default_factory=list)
     next_cursor: str | None = Field(default=None, description="pass back for the next page")
+    agents: list[str] = Field(
+        default_factory=list, description="the agents (clients) whose sessions are stored"
+    )

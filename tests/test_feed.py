@@ -45,3 +45,18 @@ def test_filters_keep_memories_and_bound_the_time(gm: GraphMemory) -> None:
                 {"since": now, "until": now - timedelta(days=1)}):  # fmt: skip
         with pytest.raises(InvalidInput):
             gm.feed(**bad)  # type: ignore[arg-type]
+
+
+def test_an_agent_keeps_what_its_sessions_stored(gm: GraphMemory) -> None:
+    gm.remember("A note from outside any session")
+    for session, client in (("s-claude", "claude-code"), ("s-cursor", "cursor")):
+        gm.close_session(
+            f"We chose Postgres for billing in {session}.", dry_run=False, session_id=session,
+            client=client,
+        )  # fmt: skip
+    page = gm.feed(agent="claude-code")
+    assert [i.memory.session_id for i in page.items if i.memory] == ["s-claude"]
+    assert all(i.memory for i in page.items)  # documents have no agent
+    assert page.agents == ["claude-code", "cursor"]
+    assert gm.feed(agent="claude-code", session="s-cursor").items == []
+    assert gm.feed(agent="someone-else").items == []

@@ -48,14 +48,14 @@ DEFERRED_LIMIT = 100
 AUDIT_LIMIT = 100
 BULK_LIMIT = 200
 FEED_PAGE = 30
-FEED_FILTERS = ("context", "type", "kind", "session", "since", "until")
+FEED_FILTERS = ("context", "type", "kind", "agent", "session", "since", "until")
 EXPAND_LIMIT = 6
 VERIFY_STATUSES = ("verified", "failed", "needs_update")
 FILTERS = ("type", "kind", "context", "service", "tags", "lifecycle", "layer", "as_of")
 Page = Callable[[Request, Session], Response]
 
 
-def href(kind: str, *values: str, **query: Any) -> str:
+def href(kind: str, /, *values: str, **query: Any) -> str:
     """A console URL, `values` its path's segments after `kind`; ids and paths are quoted
     whole, so no stored text can become a scheme."""
     path = f"{PREFIX}/{kind}" + "".join(f"/{quote(v, safe='')}" for v in values if v)
@@ -477,7 +477,8 @@ class Console:
         since, until = views.day(chosen["since"], "since"), views.day(chosen["until"], "until")
         page = self.gm.feed(
             context=chosen["context"] or None, type=chosen["type"] or None,
-            kind=chosen["kind"] or None, session=chosen["session"] or None, since=since,
+            kind=chosen["kind"] or None, session=chosen["session"] or None,
+            agent=chosen["agent"] or None, since=since,
             until=until + timedelta(days=1) if until else None,  # the whole last day
             limit=FEED_PAGE, cursor=args.get("cursor") or None,
         )  # fmt: skip

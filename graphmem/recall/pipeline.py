@@ -8,6 +8,7 @@ thing for every store size.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -297,19 +298,23 @@ def _with_session(
 ) -> list[tuple[Candidate, float]]:
     """Lend each candidate a share of the best score in its session: a conversation's session
     stays on one subject, so the turns around a strong match are likelier answers than turns
-    elsewhere that share a word with the question."""
+    elsewhere that share a word with the question. A session with one candidate lends nothing:
+    that candidate would only borrow its own score (a session summary among notes topped
+    queries it matched no better than they did)."""
     best_in: dict[str, float] = {}
+    members: Counter[str] = Counter()
     for cand, score in scored:
         session = rows[cand.memory_id].session_id
         if session:
             best_in[session] = max(best_in.get(session, 0.0), score)
-    top = max(best_in.values(), default=0.0)
+            members[session] += 1
+    top = max((score for _, score in scored), default=0.0)
     if top <= 0:
         return scored
     out = []
     for cand, score in scored:
         session = rows[cand.memory_id].session_id
-        share = best_in[session] / top if session else 0.0
+        share = best_in[session] / top if session and members[session] > 1 else 0.0
         cand.features["session"] = share
         out.append((cand, score + weight * share))
     return out

@@ -248,6 +248,9 @@ class AuditEntry(Model):
     actor: str
     action: str = Field(description="curate:ACTION by hand, steward:ACTION, review:..., ...")
     target: str | None = None
+    target_label: str | None = Field(
+        default=None, description="the memory's title or the start of its text; None once gone"
+    )
     item: str | None = Field(default=None, description="the finding or review item, if any")
     run: str | None = None
     at: UtcDateTime

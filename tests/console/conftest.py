@@ -120,6 +120,7 @@ def seed(gm: GraphMemory, beacon_url: str) -> Seeded:
         "Worked on deploys.\n- We decided to keep the staging cluster on ArgoCD 2.9\n"
         "- TODO: alert when a sync fails twice",
         dry_run=False,
+        client="claude-code",
     )
     items = [i.id for i in gm.review_session_changes(session=plan.session_id).items]
     return Seeded(gm, old.id, new.id, hostile, finding, items)

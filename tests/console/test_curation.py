@@ -4,6 +4,7 @@ the page it lands on says what was done."""
 from __future__ import annotations
 
 import httpx
+from markupsafe import escape
 
 from tests.console.conftest import Seeded
 from tests.console.test_auth import csrf, signed_in
@@ -87,6 +88,19 @@ def test_deleting_asks_for_the_box_to_be_ticked(console: str, seeded: Seeded) ->
     assert client.get(f"/memory/{doomed.id}").status_code == 404
 
 
+def test_the_audit_names_a_deleted_memory_by_its_id_without_a_dead_link(
+    console: str, seeded: Seeded
+) -> None:
+    client = signed_in(console)
+    doomed = seeded.gm.remember("A note verified, then deleted")
+    post(client, doomed.id, "verify", method="read it", status="verified")
+    post(client, doomed.id, "delete", confirm="yes")
+    entry = next(e for e in seeded.gm.audit_log().entries if e.target == doomed.id)
+    assert entry.target_label is None
+    row = client.get("/audit").text.split(f'id="audit-{entry.id}"', 1)[1].split("</tr>", 1)[0]
+    assert doomed.id in row and f"/console/memory/{doomed.id}" not in row
+
+
 def test_bad_curation_is_refused_with_a_clear_page(console: str, seeded: Seeded) -> None:
     client = signed_in(console)
     cases = [
@@ -122,6 +136,8 @@ def test_a_change_is_listed_in_the_audit_and_undone_from_there(
     row = audit.split(f'id="audit-{entry.id}"', 1)[1].split("</tr>", 1)[0]
     assert "curate:canonical" in row and f"/console/memory/{seeded.new}" in row
     assert f'action="/console/audit/{entry.id}/undo"' in row
+    memory = seeded.gm.get(seeded.new)  # named as a person knows it, not by its id
+    assert f">{escape(memory.title or memory.content[:80])}</a>" in row
 
     undone = landing(client, client.post(f"/audit/{entry.id}/undo", data={"csrf": csrf(client)}))
     assert f"Undid change {entry.id}" in undone

@@ -265,19 +265,25 @@ def test_the_feed_lands_first_and_lists_what_arrived_filtered_and_paged(
     assert "document indexed" not in runbooks
     session = client.get("/feed", params={"session": summary.session_id}).text
     assert summary.id in session and seeded.new not in session
+    assert '<option value="claude-code">claude-code</option>' in page  # the agents that ran
+    agent = client.get("/feed", params={"agent": "claude-code"}).text
+    assert summary.id in agent and seeded.new not in agent
     infra = client.get("/feed", params={"context": "infra", "since": "2000-01-01",
                                         "until": "2999-12-31"}).text  # fmt: skip
     assert seeded.new in infra
     assert "Nothing arrived that passes" in client.get("/feed", params={"until": "2001-01-01"}).text
 
-    shown, url = [], "/feed?context=infra"
-    while url:  # thirty a page, then "Older" with the filters kept
-        text = client.get(url).text
-        shown += re.findall(r'<li class="(?:memory|document)">', text)
-        older = re.search(r'<a href="/console(/feed\?[^"]+)" rel="next">', text)
+    seeded.gm.remember_many([{"content": f"paging note {n}", "context": "paging"} for n in range(45)])
+    shown, pages, url = [], 0, "/feed?context=paging"
+    while url:  # thirty a page, then "Older" with the filters kept (the empty ones too)
+        response = client.get(url)
+        assert response.status_code == 200, url
+        shown += re.findall(r'<li class="(?:memory|document)">', response.text)
+        older = re.search(r'<a href="/console(/feed\?[^"]+)" rel="next">', response.text)
         url = older.group(1).replace("&amp;", "&") if older else ""
-        assert not older or "context=infra" in url
-    assert len(shown) == len([i for i in seeded.gm.feed(context="infra", limit=200).items])
+        assert not older or "context=paging" in url
+        pages += 1
+    assert (pages, len(shown)) == (2, 45)
 
 
 def test_bad_feed_filters_get_a_400(console: str) -> None:

@@ -233,7 +233,7 @@ def test_the_newest_memories_come_by_time_window_and_before_a_point(contract_sto
     memories, _ = _insert(contract_store, 5)
     newest = contract_store.memories.newest
     everything = MemoryFilter()
-    args: dict[str, Any] = {"session": None, "since": None, "until": None, "before": None}
+    args: dict[str, Any] = {"sessions": None, "since": None, "until": None, "before": None}
     assert [m.id for m in newest(everything, **args, limit=2)] == [memories[4].id, memories[3].id]
     after_two = {**args, "before": (memories[3].created_at, memories[3].id)}
     assert [m.id for m in newest(everything, **after_two, limit=10)] == [
@@ -246,6 +246,13 @@ def test_the_newest_memories_come_by_time_window_and_before_a_point(contract_sto
     assert [m.id for m in newest(MemoryFilter(kind="incident"), **args, limit=10)] == [
         memories[3].id, memories[1].id,
     ]  # fmt: skip
+    in_session = _memories(2, prefix="01SESSION", session_id="s-1")
+    contract_store.memories.insert(in_session, _vectors(2, seed=2), SPACE)
+    sessions = {**args, "sessions": ["s-1", "s-none"]}
+    assert [m.id for m in newest(everything, **sessions, limit=10)] == [
+        in_session[1].id, in_session[0].id,
+    ]  # fmt: skip
+    assert newest(everything, **{**args, "sessions": []}, limit=10) == []
 
 
 def test_the_schema_is_migrated_once(contract_store: Any) -> None:

@@ -4,6 +4,7 @@ and stores whose memories lack vectors in the active embedding space."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -461,6 +462,31 @@ def test_a_turn_in_the_session_of_the_best_match_outranks_its_twin_elsewhere(
     plain = gm.recall("camping with the kids, they loved it", limit=6, recipe=without, explain=True)
     twins = {h.memory.id: h.score for h in plain.hits if h.memory.id in (near.id, far.id)}
     assert abs(twins[near.id] - twins[far.id]) < 0.05  # only the session set them apart
+
+
+@pytest.mark.model
+def test_a_session_summary_among_notes_does_not_top_a_query_it_does_not_match(
+    tmp_path: Path,
+) -> None:
+    """The summary is its session's only memory: it used to borrow its own score back through
+    the session feature and top every query, a nonsense one included."""
+    from graphmem.embeddings.local import LocalEmbedder
+
+    semantic = open_store(tmp_path / "store", embedder=LocalEmbedder())
+    semantic.remember_many([{"content": text} for text in DISTRACTORS])
+    summary = semantic.close_session(
+        "Worked on the deploy pipeline. Decided to keep ArgoCD for staging. "
+        "Tried to cache sessions in Memcached; evictions logged users out.",
+        dry_run=False,
+    ).summary_id
+    for query in ("zzqqxx", "qwpeoriu asdlkfj"):
+        without = RECIPES["hybrid"].model_copy(update={"w_session": 0.0})
+        plain = [h.memory.id for h in semantic.recall(query, limit=5, recipe=without).hits]
+        result = semantic.recall(query, limit=5, explain=True)
+        assert [h.memory.id for h in result.hits] == plain, query  # the session lends nothing
+        assert all(h.explain and h.explain["features"]["session"] == 0.0 for h in result.hits)
+        assert result.hits[0].memory.id != summary
+    semantic.close()
 
 
 def test_a_conversation_turn_that_ends_by_asking_ranks_below_the_same_words_said(

@@ -266,7 +266,7 @@ class FalkorMemories:
         self,
         filters: MemoryFilter,
         *,
-        session: str | None,
+        sessions: Sequence[str] | None,
         since: datetime | None,
         until: datetime | None,
         before: tuple[datetime, str] | None,
@@ -274,9 +274,9 @@ class FalkorMemories:
     ) -> list[Memory]:
         params: dict[str, Any] = {"limit": limit}
         where = [filter_clause(filters, params)]
-        if session is not None:
-            where.append("m.session_id = $session")
-            params["session"] = session
+        if sessions is not None:
+            where.append("m.session_id IN $sessions")
+            params["sessions"] = list(sessions)
         if since is not None:
             where.append("m.created_at >= $since")
             params["since"] = since

@@ -57,6 +57,12 @@ class KuzuSessions:
                 {"ids": list(memory_ids), "s": session_id},
             )
 
+    def by_client(self) -> dict[str, list[str]]:
+        rows = self.conn.read(
+            "MATCH (s:Session) WHERE s.client IS NOT NULL RETURN s.client, collect(s.id)"
+        )
+        return {client: sorted(ids) for client, ids in rows}
+
     def resolved_fingerprints(self, fingerprints: Sequence[str]) -> dict[str, str]:
         """fingerprint -> status of the items already filed for these changes."""
         if not fingerprints:

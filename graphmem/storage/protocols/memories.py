@@ -91,13 +91,13 @@ class Memories(Protocol):
         self,
         filters: MemoryFilter,
         *,
-        session: str | None,
+        sessions: Sequence[str] | None,
         since: datetime | None,
         until: datetime | None,
         before: tuple[datetime, str] | None,
         limit: int,
     ) -> list[Memory]:
-        """Up to `limit` memories passing the filters, of the session if given, created in
+        """Up to `limit` memories passing the filters, of one of `sessions` if given, created in
         [since, until), newest first (created_at, then id, descending), strictly before
         `before` (a created_at and an id) in that order."""
         ...

@@ -28,6 +28,10 @@ class Sessions(Protocol):
         """The memories belong to the session (once each)."""
         ...
 
+    def by_client(self) -> dict[str, list[str]]:
+        """Each client (agent) that recorded sessions -> the ids of its sessions."""
+        ...
+
     def resolved_fingerprints(self, fingerprints: Sequence[str]) -> dict[str, str]:
         """fingerprint -> status of the items already filed for these changes."""
         ...
