@@ -24,6 +24,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
+from eval.bench import machine_ms
 from eval.owner import served
 from graphmem.console.app import FEED_PAGE
 from graphmem.mcp.http import make_http_server
@@ -91,7 +92,7 @@ def _pages(remote: Any, rng: random.Random, rounds: int) -> dict[str, list[str]]
         picked = [rng.choice(entities) for _ in range(rounds)]
         pages["entity"] = [f"/entity/{quote(e)}" for e in picked]
         pages["entity_expanded"] = [
-            f"/entity/{quote(e)}?{urlencode({'expand': ','.join(_neighbours(remote, e))})}"
+            f"/entity/{quote(e)}?{urlencode({'expand': _neighbours(remote, e)}, doseq=True)}"
             for e in picked
         ]
     return pages
@@ -115,6 +116,7 @@ def _neighbours(remote: Any, entity_id: str) -> list[str]:
 
 def run_console_bench(home: Path, embedding: str, *, rounds: int = 30, seed: int = 0) -> dict:
     """Per page: p50, p95 and max milliseconds of `rounds` requests, after a warm-up round."""
+    machine_start = machine_ms()
     with served(home, embedding) as remote:
         memories = remote.stats().total
         server = make_http_server(remote, "127.0.0.1", 0, token=TOKEN, log_level="warning")
@@ -132,6 +134,7 @@ def run_console_bench(home: Path, embedding: str, *, rounds: int = 30, seed: int
     worst = max(r["p95_ms"] for r in results.values())
     return {
         "benchmark": "console",
+        "machine_ms": {"start": machine_start, "end": machine_ms()},
         "store": str(home),
         "memories": memories,
         "embedding": embedding,

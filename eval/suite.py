@@ -16,6 +16,7 @@ from eval import beir, locomo, longmemeval
 from graphmem.embeddings.base import Embedder
 
 SYSTEMS = ("hybrid", "bm25", "vector")
+BENCHMARKS = ("locomo", "longmemeval", "beir")
 LOCOMO_R10 = ("overall", *locomo.CATEGORIES.values())
 
 
@@ -62,33 +63,38 @@ def run_suite(
     part: Slice = FULL,
     systems: Sequence[str] = SYSTEMS,
     locomo_systems: Sequence[str] | None = None,
+    benchmarks: Sequence[str] = BENCHMARKS,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Every benchmark for `systems` (LoCoMo for `locomo_systems`, which may add "graph")."""
+    """Each of `benchmarks` for `systems` (LoCoMo for `locomo_systems`, which may add
+    "graph")."""
     results: dict[str, Any] = {"slice": asdict(part), "embedding_space": embedder.space.label}
-    results["locomo"] = locomo.run(
-        paths.locomo,
-        list(locomo_systems or systems),
-        embedder=embedder,
-        limit_conversations=part.locomo_conversations,
-        progress=progress,
-    )
-    results["longmemeval"] = longmemeval.run(
-        paths.longmemeval,
-        list(systems),
-        embedder=embedder,
-        per_type=part.longmemeval_per_type,
-        progress=progress,
-    )
-    results["beir"] = beir.run(
-        paths.beir,
-        list(systems),
-        embedder=embedder,
-        limit_queries=part.beir_queries,
-        distractors=part.beir_distractors,
-        seed=part.beir_seed,
-        progress=progress,
-    )
+    if "locomo" in benchmarks:
+        results["locomo"] = locomo.run(
+            paths.locomo,
+            list(locomo_systems or systems),
+            embedder=embedder,
+            limit_conversations=part.locomo_conversations,
+            progress=progress,
+        )
+    if "longmemeval" in benchmarks:
+        results["longmemeval"] = longmemeval.run(
+            paths.longmemeval,
+            list(systems),
+            embedder=embedder,
+            per_type=part.longmemeval_per_type,
+            progress=progress,
+        )
+    if "beir" in benchmarks:
+        results["beir"] = beir.run(
+            paths.beir,
+            list(systems),
+            embedder=embedder,
+            limit_queries=part.beir_queries,
+            distractors=part.beir_distractors,
+            seed=part.beir_seed,
+            progress=progress,
+        )
     results["headline"] = headline(results)
     return results
 
@@ -96,13 +102,13 @@ def run_suite(
 def headline(results: dict[str, Any]) -> dict[str, dict[str, float]]:
     """benchmark/system -> the metrics the table shows and the gate compares."""
     rows: dict[str, dict[str, float]] = {}
-    for system, res in results["locomo"].items():
+    for system, res in results.get("locomo", {}).items():
         rows[f"locomo/{system}"] = {f"R@10 {c}": res["recall"]["10"][c] for c in LOCOMO_R10}
-    for system, res in results["longmemeval"].items():
+    for system, res in results.get("longmemeval", {}).items():
         rows[f"longmemeval/{system}"] = {
             name: res["metrics"][name]["overall"] for name in ("recall_all@5", "ndcg_any@5")
         }
-    for system, res in results["beir"].items():
+    for system, res in results.get("beir", {}).items():
         name = res["benchmark"].split(":", 1)[-1]
         rows[f"{name}/{system}"] = dict(res["metrics"])
     return rows
@@ -135,13 +141,13 @@ def table(
 def question_counts(results: dict[str, Any]) -> dict[str, dict[str, int]]:
     """benchmark/system -> how many questions each headline metric averages."""
     counts: dict[str, dict[str, int]] = {}
-    for system, res in results["locomo"].items():
+    for system, res in results.get("locomo", {}).items():
         per = {"overall": res["n_questions"], **res["per_category_questions"]}
         counts[f"locomo/{system}"] = {f"R@10 {c}": per[c] for c in LOCOMO_R10}
-    for system, res in results["longmemeval"].items():
+    for system, res in results.get("longmemeval", {}).items():
         names = ("recall_all@5", "ndcg_any@5")
         counts[f"longmemeval/{system}"] = dict.fromkeys(names, res["n_questions"])
-    for system, res in results["beir"].items():
+    for system, res in results.get("beir", {}).items():
         name = res["benchmark"].split(":", 1)[-1]
         counts[f"{name}/{system}"] = dict.fromkeys(res["metrics"], res["n_queries"])
     return counts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -51,9 +52,19 @@ def store_path(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
+@pytest.fixture(scope="session")
+def new_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new store, migrated and closed, made once per test process: a copy of it opens in a
+    third of the time creating one takes (each migration's tables are made one by one)."""
+    path = tmp_path_factory.mktemp("new-store") / "store"
+    open_store(path, embedder=HashEmbedder()).close()
+    return path
+
+
 @pytest.fixture
-def gm(store_path: Path) -> Iterator[GraphMemory]:
+def gm(store_path: Path, new_store: Path) -> Iterator[GraphMemory]:
     """A fresh, migrated store on disk, embedding with the fast offline HashEmbedder."""
+    shutil.copytree(new_store, store_path)
     memory = open_store(store_path, embedder=HashEmbedder())
     try:
         yield memory

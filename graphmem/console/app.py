@@ -59,8 +59,8 @@ def href(kind: str, /, *values: str, **query: Any) -> str:
     """A console URL, `values` its path's segments after `kind`; ids and paths are quoted
     whole, so no stored text can become a scheme."""
     path = f"{PREFIX}/{kind}" + "".join(f"/{quote(v, safe='')}" for v in values if v)
-    args = {k: v for k, v in query.items() if v not in (None, "")}
-    return path + ("?" + urlencode(args) if args else "")
+    args = {k: v for k, v in query.items() if v not in (None, "", [])}
+    return path + ("?" + urlencode(args, doseq=True) if args else "")
 
 
 def _environment() -> Environment:
@@ -331,10 +331,11 @@ class Console:
 
     def entity(self, request: Request, session: Session) -> Response:
         """An entity, and its neighbours through facts drawn: a node's link expands it (the
-        set expanded rides in `expand`, at most EXPAND_LIMIT), `edge` keeps one predicate."""
+        set expanded rides in `expand`, once per entity: an id may hold a comma; at most
+        EXPAND_LIMIT), `edge` keeps one predicate."""
         entity = self.gm.entity_page(request.path_params["entity_id"])
         args = request.query_params
-        expanded = list(dict.fromkeys(e for e in args.get("expand", "").split(",") if e))
+        expanded = list(dict.fromkeys(e for e in args.getlist("expand") if e))
         expanded = [e for e in expanded if e != entity.id]
         if len(expanded) > EXPAND_LIMIT:
             raise InvalidInput(f"expand at most {EXPAND_LIMIT} entities at once")
@@ -352,7 +353,7 @@ class Console:
 
         def toggle(node: str) -> str:
             now = [e for e in expanded if e != node] if node in expanded else [*expanded, node]
-            return href("entity", entity.id, expand=",".join(now), edge=edge)
+            return href("entity", entity.id, expand=now, edge=edge)
 
         picture, left_out = drawing.entity_graph(
             (entity.id, entity.name), shown, expanded,

@@ -184,8 +184,7 @@ class GraphOps(Service):
         index = self.store.entities.index()
         naming = index.memories_naming(entity_id)
         # newest first by the in-process columns: only the memories shown are read
-        rows = self.store.memories.scoring_rows(naming)
-        newest = sorted(rows, key=lambda m: rows[m].created_at, reverse=True)[:limit]
+        newest = self.store.memories.newest_of(naming, limit)
         read = self.store.memories.get_many(newest)
         found = [read[m] for m in newest if m in read]
         facts = index.facts_of(entity_id)[:limit]

@@ -203,6 +203,13 @@ class MemoryColumns:
     def memories(self, ids: Iterable[str]) -> dict[str, Memory]:
         return {k: memory_from_values(v) for k, v in self.values(ids).items()}
 
+    def newest(self, ids: Sequence[str], limit: int) -> list[str]:
+        """Up to `limit` of the live `ids`, newest first; equal times keep the order given."""
+        created = self.windows(ids)[0]
+        live = np.flatnonzero(~np.isnat(created))
+        order = np.argsort(-created[live].astype(np.int64), kind="stable")[:limit]
+        return [ids[i] for i in live[order]]
+
     def windows(self, ids: Sequence[str]) -> tuple[Datetimes, Datetimes, Datetimes]:
         """(created_at, valid_from, valid_to) of each id, in order; NaT where unknown."""
         out = [np.full(len(ids), np.datetime64("NaT"), "datetime64[us]") for _ in range(3)]

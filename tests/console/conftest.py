@@ -4,9 +4,10 @@ that would run script if a page ever stopped escaping it."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -126,13 +127,31 @@ def seed(gm: GraphMemory, beacon_url: str) -> Seeded:
     return Seeded(gm, old.id, new.id, hostile, finding, items)
 
 
-@pytest.fixture
-def seeded(tmp_path: Path, beacon: Beacon) -> Iterator[Seeded]:
-    settings = load_settings(tmp_path / "project" / ".graphmem", environ={}, overrides={})
-    (tmp_path / "project").mkdir(exist_ok=True)
-    gm = GraphMemory(settings, embedder=HashEmbedder())
+def _open(project: Path) -> GraphMemory:
+    settings = load_settings(project / ".graphmem", environ={}, overrides={})
+    return GraphMemory(settings, embedder=HashEmbedder())
+
+
+@pytest.fixture(scope="module")
+def seeded_project(tmp_path_factory: pytest.TempPathFactory, beacon: Beacon) -> Seeded:
+    """The seeded project, made once per module and closed: each test gets a copy of it, a
+    tenth of what seeding costs (extraction loads spaCy)."""
+    project = tmp_path_factory.mktemp("seeded") / "project"
+    project.mkdir()
+    gm = _open(project)
     try:
-        yield seed(gm, beacon.url)
+        return seed(gm, beacon.url)
+    finally:
+        gm.close()
+
+
+@pytest.fixture
+def seeded(tmp_path: Path, seeded_project: Seeded) -> Iterator[Seeded]:
+    project = tmp_path / "project"
+    shutil.copytree(seeded_project.gm.settings.home.parent, project)
+    gm = _open(project)
+    try:
+        yield replace(seeded_project, gm=gm)
     finally:
         gm.close()
 

@@ -53,7 +53,7 @@ def test_the_neighbours_are_drawn_and_a_node_expands_them(console: str, seeded: 
     drawn = expanded.split('<svg class="graph"', 1)[1].split("</svg>", 1)[0]
     assert "postgres" in drawn
     assert '<a href="/console/entity/checkout">fold it back</a>' in expanded
-    assert 'href="/console/entity/checkout?expand=payments%2Cpostgres"' in drawn
+    assert 'href="/console/entity/checkout?expand=payments&amp;expand=postgres"' in drawn
     for memory in stated[:2]:  # the facts checkout is in link the memories that stated them
         assert f'from <a href="/console/memory/{memory}">' in page
     assert stated[2] not in page
@@ -73,10 +73,29 @@ def test_bad_exploration_is_refused(console: str, seeded: Seeded) -> None:
     graph(seeded.gm)
     client = signed_in(console)
     for params, says in [
-        ({"expand": ",".join(f"e{n}" for n in range(7))}, "at most 6"),
+        ({"expand": [f"e{n}" for n in range(7)]}, "at most 6"),
         ({"expand": "nosuch"}, "no entity"),
         ({"edge": "<b>x</b>"}, "edge is a predicate"),
     ]:
         response = client.get("/entity/checkout", params=params)
         assert response.status_code == 400 and says in response.text, params
         assert "<b>x</b>" not in response.text
+
+
+def test_an_entity_whose_id_holds_a_comma_expands(console: str, seeded: Seeded) -> None:
+    graph(seeded.gm)
+    memory = seeded.gm.remember("payments serves 3,000 users")
+    seeded.gm.wait_for_extraction()
+    users = "3,000 users"
+    fact = FactRow(fact_id("payments", "serves", users), "payments", "serves", users, "payments",
+                   users, "payments serves 3,000 users", 0.9)  # fmt: skip
+    seeded.gm.store.entities.write_extraction(
+        [memory.id], extractor="test",
+        entities=[EntityRow(users, users, users, users, "quantity")], aliases={},
+        mentions=[Mention(memory.id, users, users)], facts=[fact],
+        provenance=[Provenance(fact.id, memory.id, 0.9)], at=utcnow(),
+    )  # fmt: skip
+    client = signed_in(console)
+    page = client.get("/entity/checkout", params={"expand": ["payments", users]})
+    assert page.status_code == 200
+    assert "expand=payments&amp;expand=3%2C000+users" in page.text  # each entity its own

@@ -273,7 +273,9 @@ def test_the_feed_lands_first_and_lists_what_arrived_filtered_and_paged(
     assert seeded.new in infra
     assert "Nothing arrived that passes" in client.get("/feed", params={"until": "2001-01-01"}).text
 
-    seeded.gm.remember_many([{"content": f"paging note {n}", "context": "paging"} for n in range(45)])
+    seeded.gm.remember_many(
+        [{"content": f"paging note {n}", "context": "paging"} for n in range(45)]
+    )
     shown, pages, url = [], 0, "/feed?context=paging"
     while url:  # thirty a page, then "Older" with the filters kept (the empty ones too)
         response = client.get(url)

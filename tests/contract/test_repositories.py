@@ -227,6 +227,8 @@ def test_reads_by_filter_selection_and_page_agree(contract_store: Any) -> None:
     chosen = store.select(MemorySelection(mentions=Mentions(words=("RAISED TO 30",))), limit=5)
     assert [m.id for m in chosen] == [memories[3].id]
     assert store.labels([memories[0].id]) == {memories[0].id: "pool 0"}
+    asked = [memories[0].id, memories[3].id, "01NOSUCH", memories[1].id]
+    assert store.newest_of(asked, 2) == [memories[3].id, memories[1].id]
 
 
 def test_the_newest_memories_come_by_time_window_and_before_a_point(contract_store: Any) -> None:

@@ -389,6 +389,10 @@ class FalkorMemories:
             return rows
         return {k: row for k, row in rows.items() if row.passes(filters)}
 
+    def newest_of(self, ids: Sequence[str], limit: int) -> list[str]:
+        with self.state.columns() as columns:
+            return columns.newest(list(ids), limit)
+
     def matching_ids(self, filters: MemoryFilter) -> set[str]:
         with self.state.columns() as columns:
             return columns.matching(filters)

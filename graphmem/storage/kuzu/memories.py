@@ -338,6 +338,10 @@ class KuzuMemories:
             memories=memories, next_cursor=encode_cursor(memories[-1]) if more else None
         )
 
+    def newest_of(self, ids: Sequence[str], limit: int) -> list[str]:
+        with self.state.columns() as columns:
+            return columns.newest(list(ids), limit)
+
     def matching_ids(self, filters: MemoryFilter) -> set[str]:
         with self.state.columns() as columns:
             return columns.matching(filters)

@@ -122,6 +122,11 @@ class Memories(Protocol):
         """Each memory's title, or the start of its content."""
         ...
 
+    def newest_of(self, ids: Sequence[str], limit: int) -> list[str]:
+        """Up to `limit` of those memories, newest first (deleted ones left out), from the
+        in-process columns: no memory is read."""
+        ...
+
     def backlog(self) -> dict[str, int]:
         """What background extraction has yet to do: {"extraction": live memories, "chunks":
         document chunks}; counted once per write."""
