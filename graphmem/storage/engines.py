@@ -42,6 +42,10 @@ class Engine:
     # logged). LadybugDB 0.22 does not while another connection is open, and loses those rows
     # when the database closes: graphmem checkpoints itself after such a commit.
     copy_commit_checkpoints: bool = True
+    # Kùzu evicts pages when a store outgrows the page cache sized at its open. LadybugDB
+    # 0.22's checkpoint failed instead ("The buffer pool is full and no memory could be freed")
+    # 205k memories into an import into a store opened empty (1 GiB): it gets its own default.
+    pool_follows_store: bool = True
 
     @property
     def wal_file(self) -> str:
@@ -66,6 +70,7 @@ KUZU = Engine("kuzu", "kuzu", "graph.kuzu", "pip install kuzu==0.11.3")
 LADYBUG = Engine(
     "ladybug", "ladybug", "graph.lbug", "pip install 'graphmem[ladybug]'",
     options=(("max_db_size", 1 << 40),), copy_commit_checkpoints=False,
+    pool_follows_store=False,
 )  # fmt: skip
 BY_NAME: dict[str, Engine] = {engine.name: engine for engine in (KUZU, LADYBUG)}
 DEFAULT = KUZU

@@ -23,7 +23,10 @@ MIN_BUFFER_POOL = 1 << 30
 def buffer_pool_bytes(home: Path, engine: Engine = engines.KUZU) -> int:
     """Kùzu's page cache for this store: three times the database, at least 1 GiB; 0 (Kùzu's
     default, 80% of the machine's memory) when that is as much. Kùzu sets up its frames for the
-    whole pool at every open: the default cost ~30 ms of each cold command on a 24 GiB machine."""
+    whole pool at every open: the default cost ~30 ms of each cold command on a 24 GiB machine.
+    An engine whose pool cannot follow a store that grows while open takes its default."""
+    if not engine.pool_follows_store:
+        return 0
     size = 0
     for name in (engine.db_file, engine.wal_file):
         with suppress(OSError):
