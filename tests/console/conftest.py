@@ -140,7 +140,9 @@ def seeded_project(tmp_path_factory: pytest.TempPathFactory, beacon: Beacon) -> 
     project.mkdir()
     gm = _open(project)
     try:
-        return seed(gm, beacon.url)
+        seeded = seed(gm, beacon.url)
+        gm.wait_for_extraction()  # a copy starts with nothing left to extract
+        return seeded
     finally:
         gm.close()
 
