@@ -31,6 +31,7 @@ from graphmem.mcp.http import make_http_server
 
 TOKEN = "console-bench-token"
 TARGET_MS = 100  # every page, at 100k memories
+PAD_BATCH = 10_000  # synthetic memories imported at once by `pad`
 
 
 def _timings(times: list[float]) -> dict[str, float]:
@@ -204,13 +205,13 @@ def pad(home: Path, memories: int, embedding: str, progress: Callable[[str], Non
         _, matrix = gm.store.vectors.matrix(embedder.space)
         vectors = [base64.b64encode(row.astype("<f4").tobytes()).decode() for row in matrix[:5000]]
         notes = synthetic_memories(missing, seed=3)
-        for first in range(0, missing, 10_000):
+        for first in range(0, missing, PAD_BATCH):
             lines = [
                 json.dumps(
                     {**note, "vector": vectors[(first + k) % len(vectors)],
                      "embedding_space": embedder.space.label}
                 )
-                for k, note in enumerate(notes[first : first + 10_000])
+                for k, note in enumerate(notes[first : first + PAD_BATCH])
             ]  # fmt: skip
             gm.import_jsonl(lines)
-            progress(f"padded {min(first + 10_000, missing):,} / {missing:,}")
+            progress(f"padded {min(first + PAD_BATCH, missing):,} / {missing:,}")

@@ -69,24 +69,22 @@ def run_suite(
     """Each of `benchmarks` for `systems` (LoCoMo for `locomo_systems`, which may add
     "graph")."""
     results: dict[str, Any] = {"slice": asdict(part), "embedding_space": embedder.space.label}
-    if "locomo" in benchmarks:
-        results["locomo"] = locomo.run(
+    runs: dict[str, Callable[[], Any]] = {
+        "locomo": lambda: locomo.run(
             paths.locomo,
             list(locomo_systems or systems),
             embedder=embedder,
             limit_conversations=part.locomo_conversations,
             progress=progress,
-        )
-    if "longmemeval" in benchmarks:
-        results["longmemeval"] = longmemeval.run(
+        ),
+        "longmemeval": lambda: longmemeval.run(
             paths.longmemeval,
             list(systems),
             embedder=embedder,
             per_type=part.longmemeval_per_type,
             progress=progress,
-        )
-    if "beir" in benchmarks:
-        results["beir"] = beir.run(
+        ),
+        "beir": lambda: beir.run(
             paths.beir,
             list(systems),
             embedder=embedder,
@@ -94,7 +92,10 @@ def run_suite(
             distractors=part.beir_distractors,
             seed=part.beir_seed,
             progress=progress,
-        )
+        ),
+    }
+    for name in benchmarks:
+        results[name] = runs[name]()
     results["headline"] = headline(results)
     return results
 

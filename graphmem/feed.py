@@ -3,30 +3,14 @@ indexed documents in one stream, filtered and paged, for the console's landing p
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from datetime import datetime
 
 from pydantic import ValidationError
 
+from graphmem.cursors import decode_cursor, encode_cursor
 from graphmem.errors import InvalidInput, check_limit, validation_message
 from graphmem.models import FeedDocument, FeedItem, FeedPage, MemoryFilter
 from graphmem.service_context import Service
-
-
-def _cursor(at: datetime, key: str) -> str:
-    raw = json.dumps([at.isoformat(), key])
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _uncursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        at, key = json.loads(raw)
-        return datetime.fromisoformat(at), str(key)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise InvalidInput("not a cursor this feed gave", cursor=cursor) from exc
 
 
 class FeedOps(Service):
@@ -55,7 +39,7 @@ class FeedOps(Service):
             raise InvalidInput(validation_message(exc)) from exc
         if since is not None and until is not None and since >= until:
             raise InvalidInput("since must be before until")
-        before = _uncursor(cursor) if cursor else None
+        before = decode_cursor(cursor, refused="not a cursor this feed gave") if cursor else None
         store = self.context.store
         agents = store.sessions.by_client()
         sessions = [session] if session else None
@@ -82,6 +66,6 @@ class FeedOps(Service):
         last = page[-1] if page else None
         return FeedPage(
             items=page,
-            next_cursor=_cursor(last.at, keys[id(last)]) if more and last else None,
+            next_cursor=encode_cursor(last.at, keys[id(last)]) if more and last else None,
             agents=sorted(agents),
         )

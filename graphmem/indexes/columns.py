@@ -205,15 +205,19 @@ class MemoryColumns:
 
     def newest(self, ids: Sequence[str], limit: int) -> list[str]:
         """Up to `limit` of the live `ids`, newest first; equal times keep the order given."""
-        created = self.windows(ids)[0]
+        (created,) = self._times(ids, ("created_at",))
         live = np.flatnonzero(~np.isnat(created))
         order = np.argsort(-created[live].astype(np.int64), kind="stable")[:limit]
         return [ids[i] for i in live[order]]
 
     def windows(self, ids: Sequence[str]) -> tuple[Datetimes, Datetimes, Datetimes]:
         """(created_at, valid_from, valid_to) of each id, in order; NaT where unknown."""
-        out = [np.full(len(ids), np.datetime64("NaT"), "datetime64[us]") for _ in range(3)]
-        names = ("created_at", "valid_from", "valid_to")
+        created, starts, ends = self._times(ids, ("created_at", "valid_from", "valid_to"))
+        return created, starts, ends
+
+    def _times(self, ids: Sequence[str], names: Sequence[str]) -> list[Datetimes]:
+        """Each named time column of each id, in order; NaT where unknown."""
+        out = [np.full(len(ids), np.datetime64("NaT"), "datetime64[us]") for _ in names]
         at = self._ids.rows(ids)
         base = (at >= 0) & np.fromiter((i not in self._overlay for i in ids), bool, len(ids))
         for column, name in zip(out, names, strict=True):
@@ -223,7 +227,7 @@ class MemoryColumns:
             if row is not None:
                 for column, name in zip(out, names, strict=True):
                     column[position] = row[name] or np.datetime64("NaT")
-        return out[0], out[1], out[2]
+        return out
 
     def _live_overlay(self) -> list[dict[str, Any]]:
         return [row for row in self._overlay.values() if row is not None]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from graphmem.cursors import decode_cursor, encode_cursor
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import NotFound
 from graphmem.idempotency import StoreKey
@@ -26,7 +27,6 @@ from graphmem.indexes.changes import MemoriesDeleted, MemoriesWritten
 from graphmem.indexes.columns import Datetimes, ScoringRow
 from graphmem.indexes.search_state import SearchState
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
-from graphmem.storage.cursors import decode_cursor, encode_cursor
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.memory_rows import (
@@ -259,7 +259,8 @@ class FalkorMemories:
         memories = [found[r[0]] for r in rows[:limit] if r[0] in found]
         more = len(rows) > limit
         return MemoryPage(
-            memories=memories, next_cursor=encode_cursor(memories[-1]) if more else None
+            memories=memories,
+            next_cursor=encode_cursor(memories[-1].created_at, memories[-1].id) if more else None,
         )
 
     def newest(
@@ -308,7 +309,8 @@ class FalkorMemories:
         memories = [row_to_memory(r) for r in rows[:limit]]
         more = len(rows) > limit
         return MemoryPage(
-            memories=memories, next_cursor=encode_cursor(memories[-1]) if more else None
+            memories=memories,
+            next_cursor=encode_cursor(memories[-1].created_at, memories[-1].id) if more else None,
         )
 
     def select(self, selection: MemorySelection, *, limit: int) -> list[Memory]:

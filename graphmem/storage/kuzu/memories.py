@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from graphmem.cursors import decode_cursor, encode_cursor
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import NotFound
 from graphmem.idempotency import StoreKey
@@ -22,7 +23,6 @@ from graphmem.indexes.changes import MemoriesDeleted, MemoriesWritten
 from graphmem.indexes.columns import Datetimes, ScoringRow
 from graphmem.indexes.search_state import SearchState
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
-from graphmem.storage.cursors import decode_cursor, encode_cursor
 from graphmem.storage.kuzu.connection import KuzuConnection
 from graphmem.storage.kuzu.graph_writes import forget_extraction
 from graphmem.storage.kuzu.memory_rows import (
@@ -285,7 +285,8 @@ class KuzuMemories:
         memories = [found[r[0]] for r in rows[:limit] if r[0] in found]
         more = len(rows) > limit
         return MemoryPage(
-            memories=memories, next_cursor=encode_cursor(memories[-1]) if more else None
+            memories=memories,
+            next_cursor=encode_cursor(memories[-1].created_at, memories[-1].id) if more else None,
         )
 
     def newest(
@@ -335,7 +336,8 @@ class KuzuMemories:
         memories = [row_to_memory(r) for r in rows[:limit]]
         more = len(rows) > limit
         return MemoryPage(
-            memories=memories, next_cursor=encode_cursor(memories[-1]) if more else None
+            memories=memories,
+            next_cursor=encode_cursor(memories[-1].created_at, memories[-1].id) if more else None,
         )
 
     def newest_of(self, ids: Sequence[str], limit: int) -> list[str]:
