@@ -21,6 +21,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -38,6 +39,7 @@ from graphmem.indexes.changes import Change, ChangeListener
 from graphmem.indexes.entity_index import EntityChange
 from graphmem.indexes.entity_log import EntityLog
 from graphmem.models import CypherResult, utcnow
+from graphmem.storage import locking
 from graphmem.storage.falkordb import stream
 from graphmem.storage.falkordb.values import micros, renamed, stored, stored_params
 from graphmem.store_url import StoreUrl
@@ -71,9 +73,10 @@ def _header(params: dict[str, Any]) -> str:
 class FalkorConnection:
     """One graph of one server; every method is safe to call from several threads."""
 
-    def __init__(self, url: StoreUrl, home: Path, db: FalkorDB) -> None:
+    def __init__(self, url: StoreUrl, home: Path, db: FalkorDB, open_lock: int) -> None:
         self.url = url
         self.home = home
+        self._open_lock = open_lock  # the data dir's (graphmem.storage.locking), till close
         self.node_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._db: FalkorDB | None = db
         self._graph = db.select_graph(url.graph_key)
@@ -87,9 +90,22 @@ class FalkorConnection:
         self._labels: frozenset[str] | None = None
 
     @classmethod
-    def open(cls, url: StoreUrl, home: Path) -> FalkorConnection:
+    def open(cls, url: StoreUrl, home: Path, *, lock_timeout: float = 5.0) -> FalkorConnection:
         """Connect and check that the server answers and has FalkorDB; StorageError naming the
-        address (never the password) otherwise."""
+        address (never the password) otherwise. The data dir is this process's while open, as
+        an embedded store's is: its search cache has one writer, and the owner process model
+        (one process serves a data dir, the others reach it through that one) holds as is."""
+        open_lock = locking.take_open_lock(home, time.monotonic() + lock_timeout)
+        try:
+            db = cls._connect(url)
+        except BaseException:
+            os.close(open_lock)
+            raise
+        locking.write_holder(home)
+        return cls(url, home, db, open_lock)
+
+    @staticmethod
+    def _connect(url: StoreUrl) -> FalkorDB:
         try:
             db = FalkorDB(
                 host=url.host, port=url.port, username=url.username, password=url.password,
@@ -105,14 +121,17 @@ class FalkorConnection:
             raise StorageError(f"cannot reach {url}: {exc}", store=str(url)) from None
         names = {str(_field(m, "name")).lower() for m in modules or []}
         if "graph" not in names:
+            db.connection.close()
             raise StorageError(f"{url} answers but has no FalkorDB module loaded", store=str(url))
-        return cls(url, home, db)
+        return db
 
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
                 self._db.connection.close()
                 self._db = None
+                locking.forget_holder(self.home)
+                os.close(self._open_lock)  # only now may another process serve the data dir
 
     @property
     def closed(self) -> bool:

@@ -56,11 +56,19 @@ class FalkorStore:
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
 
     @classmethod
-    def open(cls, url: StoreUrl, home: Path, *, follow: bool = True) -> FalkorStore:
-        """Connect to the graph `url` names, the search cache in `home`; not migrated yet.
-        `follow`: keep the search state in step with the other nodes' writes (a thread)."""
+    def open(
+        cls, url: StoreUrl, home: Path, *, follow: bool = True, lock_timeout: float = 5.0
+    ) -> FalkorStore:
+        """Connect to the graph `url` names, the search cache in `home` (this process's while
+        open: StoreLocked after `lock_timeout` s); not migrated yet. `follow`: keep the search
+        state in step with the other nodes' writes (a thread)."""
         home.mkdir(parents=True, exist_ok=True)
-        return cls(FalkorConnection.open(url, home), follow=follow)
+        conn = FalkorConnection.open(url, home, lock_timeout=lock_timeout)
+        try:
+            return cls(conn, follow=follow)
+        except BaseException:
+            conn.close()
+            raise
 
     # -- not yet on this engine ---------------------------------------------------------------
 
