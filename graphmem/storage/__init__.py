@@ -25,7 +25,10 @@ def open_store_backend(settings: Settings) -> Store:
         from graphmem.storage.falkordb.store import FalkorStore
 
         return FalkorStore.open(
-            settings.store_url, settings.home, lock_timeout=settings.lock_timeout
+            settings.store_url,
+            settings.home,
+            lock_timeout=settings.lock_timeout,
+            replicas=1 if settings.durability == "replicated" else 0,
         )
     return open_store_at(settings.home, lock_timeout=settings.lock_timeout, engine=settings.engine)
 

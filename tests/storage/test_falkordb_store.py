@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("falkordb", reason="needs the falkordb extra")
 
 from graphmem.embeddings.base import EmbeddingSpace
-from graphmem.errors import Conflict, StorageError
+from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.idempotency import StoreKey
 from graphmem.indexes.changes import (
     LayersSet,
@@ -30,14 +30,14 @@ from graphmem.indexes.changes import (
     VectorSetMade,
 )
 from graphmem.models import Memory, utcnow
-from graphmem.storage.falkordb import stream
+from graphmem.storage.falkordb import connection, stream
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.store import FalkorStore
 from graphmem.storage.falkordb.trim import MARKER_MARGIN, RETENTION, trim
 from graphmem.store_url import parse_store_url
 from graphmem.text import query_text
-from tests.servers.falkordb_servers import Cluster, Server
+from tests.servers.falkordb_servers import Cluster, Replicated, Server
 from tests.servers.fixtures import TEST_PASSWORD
 
 pytestmark = pytest.mark.filterwarnings("ignore:Call to '__init__' function:DeprecationWarning")
@@ -305,6 +305,9 @@ def test_in_a_cluster_the_graph_its_stream_and_its_leases_share_a_shard(
         assert falkordb_cluster.master_of(url.key("changes")) is shard
         with shard.client() as client:
             assert client.exists(url.graph_key, url.key("changes"), url.key("lease:steward")) == 3
+        with pytest.raises(InvalidInput, match="not available on a cluster"):
+            FalkorStore.open(url, tmp_path / "c", replicas=1)
+        FalkorStore.open(url, tmp_path / "c").close()  # the refusal let the data dir go
     finally:
         a.close()
         b.close()
@@ -380,3 +383,27 @@ def test_a_node_the_trimming_left_behind_reads_its_search_state_again(
         assert watching.poll() == 0 and watching.rebuilt == 1
     finally:
         other.close()
+
+
+def test_a_replicated_write_returns_once_the_replica_has_it_and_fails_loudly_when_none_does(
+    falkordb_replicated: Replicated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = parse_store_url(falkordb_replicated.primary.store_url("durable"))
+    store = FalkorStore.open(url, tmp_path / "node", replicas=1)
+    try:
+        store.migrate()
+        store.memories.insert([_memory(1)], _vector(1), SPACE)
+        on_replica = falkordb_replicated.replica.falkordb().select_graph("{durable}")
+        assert on_replica.ro_query("MATCH (m:Memory) RETURN m.id").result_set == [
+            [_memory(1).id]
+        ]  # read at once, no waiting: the write came back only once the replica had it
+        monkeypatch.setattr(connection, "WAIT_MS", 200)
+        falkordb_replicated.replica.kill()
+        with pytest.raises(StorageError, match="0 of 1 replicas confirmed") as raised:
+            store.memories.insert([_memory(2)], _vector(2), SPACE)
+        assert raised.value.fields["written"] is True
+        # in the store and in this node's search state, as the error says
+        assert store.memories.existing_ids([_memory(2).id]) == {_memory(2).id}
+        assert store.vectors.nearest(SPACE, _vector(2)[0], 1)[0][0] == _memory(2).id
+    finally:
+        store.close()

@@ -48,6 +48,7 @@ CONTENT_STAMP = "content_stamp"  # _Meta key, changed by every write to memory t
 STREAM_SUFFIX = "changes"
 STREAM_MAXLEN = 100_000  # entries kept at most (approximate); trimming by age is the lease's
 CONNECT_TIMEOUT = 5.0
+WAIT_MS = 5000  # how long a commit waits for its replicas (durability = "replicated")
 EMPTY_KEY = "empty key"  # what a read of a graph that does not exist yet answers
 _T = TypeVar("_T")
 
@@ -73,9 +74,12 @@ def _header(params: dict[str, Any]) -> str:
 class FalkorConnection:
     """One graph of one server; every method is safe to call from several threads."""
 
-    def __init__(self, url: StoreUrl, home: Path, db: FalkorDB, open_lock: int) -> None:
+    def __init__(
+        self, url: StoreUrl, home: Path, db: FalkorDB, open_lock: int, *, replicas: int = 0
+    ) -> None:
         self.url = url
         self.home = home
+        self.replicas = replicas  # a commit is acknowledged once this many replicas have it
         self._open_lock = open_lock  # the data dir's (graphmem.storage.locking), till close
         self.node_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._db: FalkorDB | None = db
@@ -90,7 +94,9 @@ class FalkorConnection:
         self._labels: frozenset[str] | None = None
 
     @classmethod
-    def open(cls, url: StoreUrl, home: Path, *, lock_timeout: float = 5.0) -> FalkorConnection:
+    def open(
+        cls, url: StoreUrl, home: Path, *, lock_timeout: float = 5.0, replicas: int = 0
+    ) -> FalkorConnection:
         """Connect and check that the server answers and has FalkorDB; StorageError naming the
         address (never the password) otherwise. The data dir is this process's while open, as
         an embedded store's is: its search cache has one writer, and the owner process model
@@ -98,11 +104,16 @@ class FalkorConnection:
         open_lock = locking.take_open_lock(home, time.monotonic() + lock_timeout)
         try:
             db = cls._connect(url)
+            if replicas and isinstance(db.connection, RedisCluster):
+                db.connection.close()
+                raise InvalidInput(
+                    "durability = replicated is not available on a cluster yet", store=str(url)
+                )
         except BaseException:
             os.close(open_lock)
             raise
         locking.write_holder(home)
-        return cls(url, home, db, open_lock)
+        return cls(url, home, db, open_lock, replicas=replicas)
 
     @staticmethod
     def _connect(url: StoreUrl) -> FalkorDB:
@@ -234,11 +245,12 @@ class FalkorConnection:
                 yield
                 return
             txn = self._txn = _Transaction(threading.get_ident())
+            confirmed = self.replicas
             try:
                 yield
                 if txn.statements or txn.changes:
                     self.entity_log.statement(commits=True)
-                    self._commit(txn)
+                    confirmed = self._commit(txn)
             except BaseException:
                 self._txn = None
                 self.entity_log.rolled_back()
@@ -253,8 +265,17 @@ class FalkorConnection:
                 self.entity_log.committed()
             for callback in txn.after:
                 callback()
+            if confirmed < self.replicas:  # committed, and this node's state knows it
+                raise StorageError(
+                    f"the write is on the primary of {self.url}, but {confirmed} of "
+                    f"{self.replicas} replicas confirmed it within {WAIT_MS} ms: it is lost "
+                    "if the primary fails before they have it",
+                    written=True, confirmed=confirmed, replicas=self.replicas,
+                )  # fmt: skip
 
-    def _commit(self, txn: _Transaction) -> None:
+    def _commit(self, txn: _Transaction) -> int:
+        """Send the transaction; returns how many replicas confirmed it (WAIT, when the store
+        asks for replicas: on the same connection as the write, which is what WAIT counts)."""
         parts, params = [], {}
         statements = list(txn.statements)
         entry: dict[str, bytes] | None = None
@@ -280,15 +301,23 @@ class FalkorConnection:
         command = _header(params) + " ".join(parts)
         try:
             client: Any = self.client  # redis-py's command methods are untyped
-            if entry is None:
-                client.execute_command("GRAPH.QUERY", self.url.graph_key, command, "--compact")
-                return
-            pipe: Any = client.pipeline(transaction=True)
+            cluster = isinstance(client, RedisCluster)  # routes a MULTI/EXEC by its key's slot
+            pipe: Any = client.pipeline(transaction=cluster)
+            if not cluster:  # MULTI/EXEC by hand, so that a WAIT follows on the connection
+                pipe.execute_command("MULTI")
             pipe.execute_command("GRAPH.QUERY", self.url.graph_key, command, "--compact")
-            pipe.xadd(self.stream_key, entry, maxlen=STREAM_MAXLEN, approximate=True)
-            written, _appended = pipe.execute(raise_on_error=False)
-            if isinstance(written, Exception):
-                raise written
+            if entry is not None:
+                pipe.xadd(self.stream_key, entry, maxlen=STREAM_MAXLEN, approximate=True)
+            if not cluster:
+                pipe.execute_command("EXEC")
+                if self.replicas:
+                    pipe.execute_command("WAIT", self.replicas, WAIT_MS)
+            replies = pipe.execute(raise_on_error=False)
+            done = replies[-2] if self.replicas else replies[-1]  # EXEC's: one per command
+            for reply in (*replies, *(done if isinstance(done, list) else ())):
+                if isinstance(reply, Exception):
+                    raise reply
+            return int(replies[-1]) if self.replicas else 0
         except redis.ResponseError as exc:
             if "unique constraint violation" in str(exc):
                 raise Conflict(f"the commit met another node's write: {exc}") from exc

@@ -57,13 +57,20 @@ class FalkorStore:
 
     @classmethod
     def open(
-        cls, url: StoreUrl, home: Path, *, follow: bool = True, lock_timeout: float = 5.0
+        cls,
+        url: StoreUrl,
+        home: Path,
+        *,
+        follow: bool = True,
+        lock_timeout: float = 5.0,
+        replicas: int = 0,
     ) -> FalkorStore:
         """Connect to the graph `url` names, the search cache in `home` (this process's while
         open: StoreLocked after `lock_timeout` s); not migrated yet. `follow`: keep the search
-        state in step with the other nodes' writes (a thread)."""
+        state in step with the other nodes' writes (a thread). `replicas`: a commit returns
+        once that many replicas have it (StorageError, written, when they do not in time)."""
         home.mkdir(parents=True, exist_ok=True)
-        conn = FalkorConnection.open(url, home, lock_timeout=lock_timeout)
+        conn = FalkorConnection.open(url, home, lock_timeout=lock_timeout, replicas=replicas)
         try:
             return cls(conn, follow=follow)
         except BaseException:
