@@ -270,3 +270,10 @@ def test_a_callers_query_is_read_only_unless_asked(contract_store: Any) -> None:
     with pytest.raises(InvalidInput):
         contract_store.cypher("CREATE (:Memory {id: 'x'})", {}, write=False)
     assert contract_store.memories.count() == 2
+
+
+def test_exclusive_work_is_this_process_s_while_no_other_holds_it(contract_store: Any) -> None:
+    with contract_store.exclusive("extract") as mine:
+        assert mine
+    with contract_store.exclusive("extract") as mine:  # let go, and taken again
+        assert mine

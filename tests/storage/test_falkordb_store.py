@@ -30,7 +30,7 @@ from graphmem.indexes.changes import (
     VectorSetMade,
 )
 from graphmem.models import Memory, utcnow
-from graphmem.storage.falkordb import connection, stream
+from graphmem.storage.falkordb import connection, follower, lease, stream
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.store import FalkorStore
@@ -280,6 +280,35 @@ def test_background_work_runs_on_the_one_node_holding_its_lease(
     assert not a.renew() and b.holder() == node_b.conn.node_id
     b.release()
     assert a.acquire()
+
+
+def test_exclusive_work_runs_on_one_node_at_a_time_renewed_while_it_runs(
+    node_a: FalkorStore, node_b: FalkorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lease, "TTL_SECONDS", 0.3)  # renewed every 0.1 s
+    with node_a.exclusive("extract") as mine:
+        assert mine
+        time.sleep(0.8)  # well past its time to live: the holder renewed it
+        with node_b.exclusive("extract", wait=0.2) as theirs:
+            assert not theirs
+    with node_b.exclusive("extract") as theirs:  # let go at the end of a's block
+        assert theirs
+
+
+def test_a_node_trims_the_stream_once_it_takes_the_trim_lease(
+    falkordb_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(follower, "TRIM_EVERY_SECONDS", 0.2)
+    with falkordb_server.client() as client:  # an entry from long ago, past any retention
+        client.xadd("{project}:changes", stream.reset_entry(node="gone"), id="1000-0")
+    store = _open(falkordb_server, tmp_path / "a")
+    try:
+        with falkordb_server.client() as client:
+            _until(lambda: client.xlen("{project}:changes") == 0, within=5.0)
+            assert client.get("{project}:trimmed") == "1000-0"
+            assert client.get("{project}:lease:trim") == store.conn.node_id
+    finally:
+        store.close()
 
 
 def test_in_a_cluster_the_graph_its_stream_and_its_leases_share_a_shard(

@@ -22,6 +22,7 @@ from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.follower import ChangeFollower
+from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
@@ -172,6 +173,9 @@ class FalkorStore:
 
     def writer_paused(self) -> AbstractContextManager[None]:
         return self.conn.writer_paused()
+
+    def exclusive(self, work: str, *, wait: float = 0.0) -> AbstractContextManager[bool]:
+        return Lease(self.conn, work).holding(wait=wait)
 
     def checkpoint(self) -> None:
         self.conn.checkpoint()

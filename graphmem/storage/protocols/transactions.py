@@ -61,6 +61,13 @@ class Transactions(Protocol):
         """Hold the writer: no write starts or commits meanwhile; reads go on."""
         ...
 
+    def exclusive(self, work: str, *, wait: float = 0.0) -> AbstractContextManager[bool]:
+        """Whether this process is the one doing `work` for the whole store until the block
+        ends (background work that must not run twice at once: extraction, the steward).
+        Always on an embedded store, which one process serves; on a server store, the node
+        that takes the work's lease (waiting up to `wait` s for another node to let it go)."""
+        ...
+
     def checkpoint(self) -> None:
         """Write everything committed into the database file (not inside a transaction)."""
         ...
