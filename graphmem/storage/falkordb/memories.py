@@ -73,7 +73,8 @@ class FalkorMemories:
         deferred_passages: Sequence[str] = (),
     ) -> int:
         """One query: the rows, their vectors and passages, the store keys and the waiting
-        work. A key another node stored meanwhile fails the whole commit (Conflict)."""
+        work. A key in force that another node stored meanwhile fails the whole commit
+        (Conflict)."""
         if not memories:
             return 0
         rows = [memory_to_row(m) for m in memories]
@@ -85,7 +86,6 @@ class FalkorMemories:
         self.vectors.ensure_space(space)
         if passages is not None and len(passages[0]):
             self.vectors.ensure_set(passage_table_for(space), space.dim)
-        taken = self._keys_there([k.key for k, _ in keys]) if keys else set()
         columns = ("id", *SET_FIELDS, "layer")
         assignments = ", ".join(f"{f}: r.{f}" for f in columns)
         with self.conn.transaction():
@@ -97,45 +97,36 @@ class FalkorMemories:
             if passages is not None:
                 self.vectors.put_passages(space, *passages)
             if keys:
-                self._put_store_keys(keys, taken, at=at)
+                self._put_store_keys(keys, at=at)
             self.pending.put(EXTRACT, ids, at=at)
             self.pending.put(PASSAGES, deferred_passages, at=at)
             self.conn.emit(MemoriesWritten(rows, [r["search_text"] for r in rows]))
         return len(memories)
 
-    def _keys_there(self, keys: Sequence[str]) -> set[str]:
-        rows = self.conn.read(
-            "UNWIND $k AS k MATCH (s:StoreKey {key: k}) RETURN s.key", {"k": list(keys)}
-        )
-        return {row[0] for row in rows}
-
-    def _put_store_keys(
-        self, keys: Sequence[tuple[StoreKey, str]], taken: set[str], *, at: datetime
-    ) -> None:
-        """A key there before (its memory gone, or its window passed: the caller checked) is
-        taken over; any other is CREATEd, so that two nodes storing under one key at once
-        cannot both succeed. Keys past their window are dropped while we are at it."""
+    def _put_store_keys(self, keys: Sequence[tuple[StoreKey, str]], *, at: datetime) -> None:
+        """Keys past their window, and these keys where their memory is gone, are dropped;
+        then every key is CREATEd, so that a key still in force (another node stored under
+        it since the caller read it) fails the whole commit on the unique constraint."""
         self.conn.write(
             "MATCH (s:StoreKey) WHERE s.expires_at IS NOT NULL AND s.expires_at <= $at DELETE s",
             {"at": at},
         )
-        rows = [
-            {"k": k.key, "m": memory_id, "d": k.digest, "e": k.expires_at} for k, memory_id in keys
-        ]
-        over = [r for r in rows if r["k"] in taken]
-        new = [r for r in rows if r["k"] not in taken]
-        if over:
-            self.conn.write(
-                "UNWIND $rows AS r MERGE (s:StoreKey {key: r.k}) "
-                "SET s.memory_id = r.m, s.digest = r.d, s.at = $at, s.expires_at = r.e",
-                {"rows": over, "at": at},
-            )
-        if new:
-            self.conn.write(
-                "UNWIND $rows AS r CREATE (:StoreKey {key: r.k, memory_id: r.m, digest: r.d, "
-                "at: $at, expires_at: r.e})",
-                {"rows": new, "at": at},
-            )
+        self.conn.write(
+            "UNWIND $k AS k MATCH (s:StoreKey {key: k}) "
+            "OPTIONAL MATCH (m:Memory {id: s.memory_id}) WITH s, m WHERE m IS NULL DELETE s",
+            {"k": [k.key for k, _ in keys]},
+        )
+        self.conn.write(
+            "UNWIND $rows AS r CREATE (:StoreKey {key: r.k, memory_id: r.m, digest: r.d, "
+            "at: $at, expires_at: r.e})",
+            {
+                "rows": [
+                    {"k": k.key, "m": memory_id, "d": k.digest, "e": k.expires_at}
+                    for k, memory_id in keys
+                ],
+                "at": at,
+            },
+        )
 
     def update(
         self,
