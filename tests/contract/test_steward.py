@@ -162,9 +162,10 @@ def test_the_audit_trail_is_read_by_run_finding_or_row_newest_first(contract_sto
         actor="steward", action="steward:merge", target="m-2", item="finding-0", run="run-1",
         before={"memories": {}}, after={"edges": [["MERGED_INTO", "m-3", "m-2"]]},
     )  # fmt: skip
+    said = {"content": 'He said "no" \\ twice,\nthen $n ünïcode 💡', "tags": []}
     second = steward.audit_step(
         actor="steward", action="steward:archive", target="m-4", item=None, run="run-1",
-        before=None, after={"at": _now()},
+        before=None, after=said,
     )  # fmt: skip
     rows = steward.audit_rows("run-1")
     assert [r["id"] for r in rows] == [second, first]
@@ -173,7 +174,7 @@ def test_the_audit_trail_is_read_by_run_finding_or_row_newest_first(contract_sto
         "run": "run-1", "before": {"memories": {}},
         "after": {"edges": [["MERGED_INTO", "m-3", "m-2"]]}, "undone_at": None,
     }  # fmt: skip
-    assert rows[0]["before"] is None
+    assert rows[0]["before"] is None and rows[0]["after"] == said  # the text as it was
     assert [r["id"] for r in steward.audit_rows("finding-0")] == [first]
     assert [r["id"] for r in steward.audit_rows(second)] == [second]
     assert steward.audit_rows("run-none") == []
@@ -217,7 +218,7 @@ def test_a_memorys_state_goes_through_json_and_back(contract_store: Any) -> None
     checked = _now()
     changed = {
         **before[memory.id], "lifecycle": "canonical", "owner": "ana", "importance": 1,
-        "tags": ["payments", "pool"], "verified_at": checked.isoformat(),
+        "tags": [], "verified_at": checked.isoformat(),
         "verify_status": "verified", "verify_method": "read", "valid_to": str(stored_time(checked)),
     }  # fmt: skip
     steward.restore_state(memory.id, changed)
@@ -227,7 +228,9 @@ def test_a_memorys_state_goes_through_json_and_back(contract_store: Any) -> None
     }  # fmt: skip
     assert isinstance(now["importance"], float)
     got = contract_store.memories.get(memory.id)
-    assert (got.lifecycle, got.owner, got.verify_status) == ("canonical", "ana", "verified")
+    assert (got.lifecycle, got.owner, got.verify_status, got.tags) == (
+        "canonical", "ana", "verified", [],
+    )  # fmt: skip
     steward.restore_state(memory.id, json.loads(json.dumps(before[memory.id], default=str)))
     assert steward.memory_state([memory.id]) == before
     assert contract_store.memories.get(memory.id) == memory
@@ -315,8 +318,10 @@ def test_sweeping_takes_old_unused_unreferenced_memories(contract_store: Any) ->
 
 
 def test_the_sediment_table_and_layers_are_read_and_set(contract_store: Any) -> None:
-    ids = _detection_memories(contract_store)
     steward, now = contract_store.steward, _now()
+    empty = steward.sediment_table()
+    assert empty.schema == SEDIMENT and empty.num_rows == 0
+    ids = _detection_memories(contract_store)
     contract_store.memories.add_accesses([{"id": ids["used"], "n": 1, "t": 3}], at=now)
     table = steward.sediment_table()
     assert table.schema == SEDIMENT
