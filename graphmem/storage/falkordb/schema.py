@@ -49,8 +49,15 @@ STEPS: tuple[Step, ...] = (
             ("_Txn", "id"),
             ("_Txn", "at"),
             ("_Migration", "version"),
+            ("StewardRun", "id"),
+            ("Finding", "id"),
+            ("Finding", "fingerprint"),
+            ("Audit", "id"),
         ),
-        unique=(("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key")),
+        unique=(
+            ("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key"),
+            ("StewardRun", "id"), ("Finding", "id"), ("Audit", "id"),
+        ),
     ),
 )  # fmt: skip
 

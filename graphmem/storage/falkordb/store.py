@@ -4,8 +4,9 @@ settings, tokens and the search cache; the graph keeps the memories.
 
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
 schema and its migrations, the caller's Cypher, the scans the search state is built from and
-the follower of the change stream that keeps it in step with the other nodes are here. Knowledge, entities, documents, sessions, the steward, copying between engines and
-backups are not yet: their properties raise NotImplementedError, so nothing reaches them by
+the follower of the change stream that keeps it in step with the other nodes, and the
+steward's records and reads are here. Knowledge, entities, documents, sessions, copying between
+engines and backups are not yet: their properties raise NotImplementedError, so nothing reaches them by
 mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
 """
 
@@ -26,8 +27,9 @@ from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
+from graphmem.storage.falkordb.steward import FalkorSteward
 from graphmem.storage.falkordb.vectors import FalkorVectors
-from graphmem.storage.protocols import Memories, Pending, Transactions, Vectors
+from graphmem.storage.protocols import Memories, Pending, Steward, Transactions, Vectors
 from graphmem.store_url import StoreUrl
 
 _T = TypeVar("_T")
@@ -49,9 +51,10 @@ class FalkorStore:
         self.pending = FalkorPending(conn)
         self.vectors = FalkorVectors(conn, self.search)
         self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
+        self.steward = FalkorSteward(conn)
         # mypy holds each repository written so far to its protocol
-        _checked: tuple[Memories, Vectors, Pending, SearchSource, Transactions] = (
-            self.memories, self.vectors, self.pending, self.scans, self,
+        _checked: tuple[Memories, Vectors, Pending, Steward, SearchSource, Transactions] = (
+            self.memories, self.vectors, self.pending, self.steward, self.scans, self,
         )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
@@ -95,10 +98,6 @@ class FalkorStore:
     @property
     def sessions(self) -> NoReturn:
         _not_yet("sessions and review items")
-
-    @property
-    def steward(self) -> NoReturn:
-        _not_yet("the steward")
 
     @property
     def tables(self) -> NoReturn:
