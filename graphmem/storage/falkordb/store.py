@@ -147,6 +147,10 @@ class FalkorStore:
     # -- transactions -------------------------------------------------------------------------
 
     @property
+    def reads_own_writes(self) -> bool:
+        return False
+
+    @property
     def write_generation(self) -> int:
         return self.conn.write_generation
 

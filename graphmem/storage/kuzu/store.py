@@ -80,6 +80,10 @@ class KuzuStore:
     # -- transactions -------------------------------------------------------------------------
 
     @property
+    def reads_own_writes(self) -> bool:
+        return True
+
+    @property
     def write_generation(self) -> int:
         return self.conn.write_generation
 
