@@ -49,8 +49,17 @@ STEPS: tuple[Step, ...] = (
             ("_Txn", "id"),
             ("_Txn", "at"),
             ("_Migration", "version"),
+            ("Document", "path"),
+            ("Document", "uid"),
+            ("Section", "key"),
+            ("Section", "doc"),
+            ("Chunk", "id"),
+            ("Chunk", "doc"),
         ),
-        unique=(("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key")),
+        unique=(
+            ("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key"),
+            ("Document", "path"), ("Section", "key"), ("Chunk", "id"),
+        ),
     ),
 )  # fmt: skip
 
