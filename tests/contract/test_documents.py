@@ -79,6 +79,12 @@ def _ids(write: DocumentWrite) -> list[str]:
     return [c.id for c in write.chunks]
 
 
+def _stored_chunk_vectors(store: Any) -> set[str]:
+    """What the store holds, not what its search state took in."""
+    rows = store.cypher(f"MATCH (v:Chk_{SPACE.name}) RETURN v.id", {}, write=False).rows
+    return {r[0] for r in rows}
+
+
 def _memory(i: int) -> Memory:
     at = utcnow().replace(microsecond=0) - timedelta(minutes=10 - i)
     return Memory(
@@ -160,6 +166,7 @@ def test_a_rewritten_file_keeps_its_unchanged_chunks_vectors_and_drops_the_vanis
     assert docs.indexed_documents("")[doc.path].sha256 == "sha-2"
     assert docs.chunk_ids_of(doc.uid) == set(_ids(after))
     assert docs.chunk_vector_ids(SPACE, [*_ids(before), *_ids(after)]) == set(_ids(after))
+    assert _stored_chunk_vectors(contract_store) == set(_ids(after))
     assert vanished not in {i for i, _ in docs.nearest_chunks(SPACE, _vector(PAYMENTS[0]), 5)}
     assert docs.nearest_chunks(SPACE, _vector(texts[2]), 1)[0][0] == _ids(after)[2]
     # every chunk written waits again: its mentions went with the node it replaced
@@ -205,6 +212,7 @@ def test_removed_files_lose_everything_but_a_cited_documents_node(contract_store
     assert docs.chunk_ids_of(cited.uid) == set() and docs.chunk_ids_of(plain.uid) == set()
     gone = _ids(writes[0]) + _ids(writes[1])
     assert docs.chunk_vector_ids(SPACE, gone) == set()
+    assert _stored_chunk_vectors(contract_store) == set(_ids(writes[2]))
     assert [i for i, _ in docs.nearest_chunks(SPACE, _vector(PAYMENTS[0]), 5)] == _ids(writes[2])
     assert contract_store.pending.items(CHUNK_EXTRACT) == _ids(writes[2])
     assert set(docs.index().docs) == {kept.uid}
@@ -383,15 +391,18 @@ def test_a_rolled_back_write_leaves_no_document_chunk_or_vector(contract_store: 
     assert docs.nearest_chunks(SPACE, _vector(PAYMENTS[0]), 3) == []
 
 
+@pytest.mark.parametrize("home", ["home", "home2"], ids=["its-search-cache", "no-cache"])
 def test_a_store_opened_afresh_finds_the_same_documents_and_chunks(
-    contract_store: Any, engine: str, tmp_path: Path, request: pytest.FixtureRequest
+    contract_store: Any, engine: str, tmp_path: Path, request: pytest.FixtureRequest, home: str
 ) -> None:
+    """Reopened in the data dir it saved its search cache to, or in a new one (a new node)."""
     project, outside = _doc("payments"), _doc("vendor", root="/srv/vendor")
     writes = [_write(project, PAYMENTS), _write(outside, ["the vendor api has no retries"])]
     contract_store.documents.write(writes, SPACE)
     index = contract_store.documents.index()
+    contract_store.documents.nearest_chunks(SPACE, _vector(PAYMENTS[0]), 1)  # a matrix to save
     contract_store.close()
-    again = _reopen(engine, tmp_path, request)
+    again = _reopen(engine, tmp_path, request, home)
     try:
         docs = again.documents
         fresh = docs.index()
@@ -438,7 +449,9 @@ def _until(check: Any, within: float = 2.0) -> None:
         time.sleep(0.005)
 
 
-def _reopen(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
+def _reopen(
+    engine: str, tmp_path: Path, request: pytest.FixtureRequest, home: str = "home2"
+) -> Any:
     if engine == "embedded":
         from graphmem.storage import open_store_at
 
@@ -447,4 +460,4 @@ def _reopen(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
     from graphmem.store_url import parse_store_url
 
     server = request.getfixturevalue("falkordb_server")
-    return FalkorStore.open(parse_store_url(server.store_url("project")), tmp_path / "home2")
+    return FalkorStore.open(parse_store_url(server.store_url("project")), tmp_path / home)

@@ -116,7 +116,7 @@ class FalkorDocuments:
                 "d.metadata = r.meta",
                 {"docs": [_document_row(w, now) for w in writes]},
             )
-            self._drop_vanished(uids, keep, [table])
+            self._drop_vanished({w.doc.uid: [c.id for c in w.chunks] for w in writes}, [table])
             self._drop_structure(uids)
             self._insert_sections(
                 [s for w in writes for s in w.sections],
@@ -142,11 +142,11 @@ class FalkorDocuments:
         )
         return {r[0] for r in rows}
 
-    def _drop_vanished(self, uids: Sequence[str], keep: set[str], tables: Sequence[str]) -> None:
-        """The vectors and waiting work of the documents' chunks not in `keep`, chosen when the
-        query runs (before the chunks themselves go)."""
-        vanished = "UNWIND $u AS u MATCH (c:Chunk {doc: u}) WHERE NOT c.id IN $keep "
-        params = {"u": list(uids), "keep": sorted(keep)}
+    def _drop_vanished(self, keep: dict[str, list[str]], tables: Sequence[str]) -> None:
+        """The vectors and waiting work of each document's chunks but those it keeps (document
+        uid -> chunk ids), chosen when the query runs, before the chunks themselves go."""
+        vanished = "UNWIND $docs AS d MATCH (c:Chunk {doc: d.uid}) WHERE NOT c.id IN d.keep "
+        params = {"docs": [{"uid": uid, "keep": ids} for uid, ids in keep.items()]}
         for table in tables:
             self.conn.write(vanished + f"MATCH (v:{table} {{id: c.id}}) DELETE v", params)
         self.conn.write(
@@ -244,7 +244,7 @@ class FalkorDocuments:
             uid = rows[0][0]
             ids = self.chunk_ids_of(uid)
             with self.conn.transaction():
-                self._drop_vanished([uid], set(), tables)
+                self._drop_vanished({uid: []}, tables)
                 self._drop_structure([uid])
                 for table in tables:
                     if ids:
