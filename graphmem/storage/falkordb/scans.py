@@ -2,8 +2,8 @@
 search_state.SearchSource), in FalkorDB's dialect. A node reads them at start (or loads its
 search cache) and then follows the change stream.
 
-Not yet on this engine: the entity graph and the documents' rows (their repositories are not
-written yet); asking for them raises NotImplementedError."""
+Not yet on this engine: the entity graph (its repository is not written yet); asking for it
+raises NotImplementedError."""
 
 from __future__ import annotations
 
@@ -70,4 +70,16 @@ class FalkorScans:
     def document_rows(
         self,
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        raise NotImplementedError("documents are not yet implemented on FalkorDB")
+        docs = self.conn.read(
+            "MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL "
+            "RETURN d.uid, d.path, d.root, d.rel, d.title, d.source_type"
+        )
+        sections = self.conn.read(
+            "MATCH (s:Section) RETURN s.key, s.doc, s.section_key, s.title, s.level, "
+            "s.breadcrumb, s.ord, s.start_line, s.end_line"
+        )
+        chunks = self.conn.read(
+            "MATCH (c:Chunk) RETURN c.id, c.doc, c.section, c.ord, c.text, c.start_line, "
+            "c.end_line, c.search_text"
+        )
+        return [tuple(r) for r in docs], [tuple(r) for r in sections], [tuple(r) for r in chunks]

@@ -53,10 +53,17 @@ STEPS: tuple[Step, ...] = (
             ("Finding", "id"),
             ("Finding", "fingerprint"),
             ("Audit", "id"),
+            ("Document", "path"),
+            ("Document", "uid"),
+            ("Section", "key"),
+            ("Section", "doc"),
+            ("Chunk", "id"),
+            ("Chunk", "doc"),
         ),
         unique=(
             ("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key"),
             ("StewardRun", "id"), ("Finding", "id"), ("Audit", "id"),
+            ("Document", "path"), ("Section", "key"), ("Chunk", "id"),
         ),
     ),
 )  # fmt: skip

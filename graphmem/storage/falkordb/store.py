@@ -4,9 +4,10 @@ settings, tokens and the search cache; the graph keeps the memories.
 
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
 schema and its migrations, the caller's Cypher, the scans the search state is built from and
-the follower of the change stream that keeps it in step with the other nodes, and the
-steward's records and reads are here. Knowledge, entities, documents, sessions, copying between
-engines and backups are not yet: their properties raise NotImplementedError, so nothing reaches them by
+the follower of the change stream that keeps it in step with the other nodes, the steward's
+records and reads, and documents are here. Knowledge, entities, sessions, copying between
+engines and backups are not yet: their properties raise NotImplementedError, so nothing reaches
+them by
 mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
 """
 
@@ -22,6 +23,7 @@ from graphmem.indexes.search_state import SearchSource, SearchState
 from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.documents import FalkorDocuments
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
@@ -29,7 +31,14 @@ from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
 from graphmem.storage.falkordb.steward import FalkorSteward
 from graphmem.storage.falkordb.vectors import FalkorVectors
-from graphmem.storage.protocols import Memories, Pending, Steward, Transactions, Vectors
+from graphmem.storage.protocols import (
+    Documents,
+    Memories,
+    Pending,
+    Steward,
+    Transactions,
+    Vectors,
+)
 from graphmem.store_url import StoreUrl
 
 _T = TypeVar("_T")
@@ -52,9 +61,13 @@ class FalkorStore:
         self.vectors = FalkorVectors(conn, self.search)
         self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
         self.steward = FalkorSteward(conn)
+        self.documents = FalkorDocuments(conn, self.search, self.vectors, self.pending)
         # mypy holds each repository written so far to its protocol
-        _checked: tuple[Memories, Vectors, Pending, Steward, SearchSource, Transactions] = (
-            self.memories, self.vectors, self.pending, self.steward, self.scans, self,
+        _checked: tuple[
+            Memories, Vectors, Pending, Steward, Documents, SearchSource, Transactions
+        ] = (
+            self.memories, self.vectors, self.pending, self.steward, self.documents,
+            self.scans, self,
         )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
@@ -90,10 +103,6 @@ class FalkorStore:
     @property
     def entities(self) -> NoReturn:
         _not_yet("the entity graph")
-
-    @property
-    def documents(self) -> NoReturn:
-        _not_yet("documents")
 
     @property
     def sessions(self) -> NoReturn:
