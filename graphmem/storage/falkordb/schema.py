@@ -49,8 +49,17 @@ STEPS: tuple[Step, ...] = (
             ("_Txn", "id"),
             ("_Txn", "at"),
             ("_Migration", "version"),
+            ("Entity", "id"),
+            ("Entity", "key"),
+            ("Entity", "label"),
+            ("EntityAlias", "norm"),
+            ("EntityAlias", "entity"),
+            ("Fact", "id"),
         ),
-        unique=(("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key")),
+        unique=(
+            ("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key"),
+            ("Entity", "id"), ("EntityAlias", "norm"), ("Fact", "id"),
+        ),
     ),
 )  # fmt: skip
 

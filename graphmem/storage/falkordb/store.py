@@ -4,7 +4,8 @@ settings, tokens and the search cache; the graph keeps the memories.
 
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
 schema and its migrations, the caller's Cypher, the scans the search state is built from and
-the follower of the change stream that keeps it in step with the other nodes are here. Knowledge, entities, documents, sessions, the steward, copying between engines and
+the follower of the change stream that keeps it in step with the other nodes, and the entity
+graph are here. Knowledge, documents, sessions, the steward, copying between engines and
 backups are not yet: their properties raise NotImplementedError, so nothing reaches them by
 mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
 """
@@ -21,12 +22,13 @@ from graphmem.indexes.search_state import SearchSource, SearchState
 from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.entities import FalkorEntities
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
 from graphmem.storage.falkordb.vectors import FalkorVectors
-from graphmem.storage.protocols import Memories, Pending, Transactions, Vectors
+from graphmem.storage.protocols import Entities, Memories, Pending, Transactions, Vectors
 from graphmem.store_url import StoreUrl
 
 _T = TypeVar("_T")
@@ -48,9 +50,10 @@ class FalkorStore:
         self.pending = FalkorPending(conn)
         self.vectors = FalkorVectors(conn, self.search)
         self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
+        self.entities = FalkorEntities(conn, self.search, self.memories, self.pending)
         # mypy holds each repository written so far to its protocol
-        _checked: tuple[Memories, Vectors, Pending, SearchSource, Transactions] = (
-            self.memories, self.vectors, self.pending, self.scans, self,
+        _checked: tuple[Memories, Vectors, Pending, Entities, SearchSource, Transactions] = (
+            self.memories, self.vectors, self.pending, self.entities, self.scans, self,
         )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
@@ -67,10 +70,6 @@ class FalkorStore:
     @property
     def knowledge(self) -> NoReturn:
         _not_yet("knowledge (versions, merges, dead ends, citations)")
-
-    @property
-    def entities(self) -> NoReturn:
-        _not_yet("the entity graph")
 
     @property
     def documents(self) -> NoReturn:
