@@ -167,9 +167,12 @@ def test_extracting_again_replaces_what_the_memory_said_before(contract_store: A
     entities = contract_store.entities
     lower = _fact(ALICE, "works_on", PAYMENTS, 0.5)
     owns = _fact(BOB, "owns", PAYMENTS, 0.6)
+    entities.index()
     # memory 1 now names Bob and payments only, and no longer says Bob visited Berlin
     _extract(contract_store, [ids[1]], {ids[1]: [BOB, PAYMENTS]}, {ids[1]: [owns, lower]})
     assert [e for e, *_ in entities.of_memory(ids[1])] == [BOB, PAYMENTS]
+    assert sorted(e for _, e, _ in entities.mentions_of([ids[1]])) == [BOB, PAYMENTS]
+    assert entities.facts_between([BERLIN]) == []
     assert entities.fact_sources([VISITED]) == {}  # only memory 1 said it
     assert entities.fact_sources([WORKS_ON])[WORKS_ON] == [ids[2], ids[1], ids[0]]
     assert _fact_confidence(contract_store, WORKS_ON) == pytest.approx(0.8)  # the higher kept
