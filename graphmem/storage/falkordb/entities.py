@@ -7,6 +7,11 @@ A transaction here is one query sent at its end (graphmem.storage.falkordb.conne
 write reports (whether an extraction replaced an earlier one, which facts it made, how many
 edges a merge moved) is read before it buffers anything, and what must hold when it lands is
 decided by the statement.
+
+Not yet on this engine: the entity index follows this node's commits only. Another node's
+writes of the entity graph are not in the change stream (an entity change is described to the
+local entity log, not appended), so this node's index misses them until it reads the graph
+again: at its next own write that is not described, or when the store is opened afresh.
 """
 
 from __future__ import annotations
