@@ -5,9 +5,6 @@ A transaction here is one query sent at its end (graphmem.storage.falkordb.conne
 a write must know of the store is read before it buffers anything, and what must still hold
 when it lands is the server's to check: a memory's id and a store key are unique, so a commit
 that meets another node's write of the same fails whole (Conflict).
-
-Not yet on this engine: a deletion does not yet forget the entities and facts only that memory
-stated (the entity graph is not written here yet).
 """
 
 from __future__ import annotations
@@ -29,6 +26,7 @@ from graphmem.indexes.search_state import SearchState
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.graph_writes import forget_extraction
 from graphmem.storage.falkordb.memory_rows import (
     RETURN_MEMORY,
     SET_FIELDS,
@@ -159,11 +157,13 @@ class FalkorMemories:
             self.conn.emit(MemoriesWritten([row], [row["search_text"]]))
 
     def delete(self, memory_id: str) -> None:
-        """The memory with its edges (FalkorDB's DELETE takes them), vectors and waiting work."""
+        """The memory with its edges (FalkorDB's DELETE takes them), vectors and waiting work,
+        and the facts only it stated."""
         if not self.existing_ids([memory_id]):
             raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
         self.vectors.vector_sets()  # which sets to delete from, read before the writes
         with self.conn.transaction():
+            forget_extraction(self.conn, [memory_id])
             self.conn.write(
                 "MATCH (m:Memory {id: $id}) DELETE m", {"id": memory_id}, entity_graph=True
             )

@@ -59,11 +59,18 @@ STEPS: tuple[Step, ...] = (
             ("Section", "doc"),
             ("Chunk", "id"),
             ("Chunk", "doc"),
+            ("Entity", "id"),
+            ("Entity", "key"),
+            ("Entity", "label"),
+            ("EntityAlias", "norm"),
+            ("EntityAlias", "entity"),
+            ("Fact", "id"),
         ),
         unique=(
             ("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key"),
             ("StewardRun", "id"), ("Finding", "id"), ("Audit", "id"),
             ("Document", "path"), ("Section", "key"), ("Chunk", "id"),
+            ("Entity", "id"), ("EntityAlias", "norm"), ("Fact", "id"),
         ),
     ),
 )  # fmt: skip

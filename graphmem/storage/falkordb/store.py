@@ -5,9 +5,9 @@ settings, tokens and the search cache; the graph keeps the memories.
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
 schema and its migrations, the caller's Cypher, the scans the search state is built from and
 the follower of the change stream that keeps it in step with the other nodes, the steward's
-records and reads, and documents are here. Knowledge, entities, sessions, copying between
-engines and backups are not yet: their properties raise NotImplementedError, so nothing reaches
-them by
+records and reads, documents and the entity graph are here. Knowledge, sessions, copying
+between engines and backups are not yet: their properties raise NotImplementedError, so
+nothing reaches them by
 mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
 """
 
@@ -24,6 +24,7 @@ from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.documents import FalkorDocuments
+from graphmem.storage.falkordb.entities import FalkorEntities
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
@@ -33,6 +34,7 @@ from graphmem.storage.falkordb.steward import FalkorSteward
 from graphmem.storage.falkordb.vectors import FalkorVectors
 from graphmem.storage.protocols import (
     Documents,
+    Entities,
     Memories,
     Pending,
     Steward,
@@ -62,12 +64,13 @@ class FalkorStore:
         self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
         self.steward = FalkorSteward(conn)
         self.documents = FalkorDocuments(conn, self.search, self.vectors, self.pending)
+        self.entities = FalkorEntities(conn, self.search, self.memories, self.pending)
         # mypy holds each repository written so far to its protocol
         _checked: tuple[
-            Memories, Vectors, Pending, Steward, Documents, SearchSource, Transactions
+            Memories, Vectors, Pending, Steward, Documents, Entities, SearchSource, Transactions
         ] = (
             self.memories, self.vectors, self.pending, self.steward, self.documents,
-            self.scans, self,
+            self.entities, self.scans, self,
         )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
@@ -99,10 +102,6 @@ class FalkorStore:
     @property
     def knowledge(self) -> NoReturn:
         _not_yet("knowledge (versions, merges, dead ends, citations)")
-
-    @property
-    def entities(self) -> NoReturn:
-        _not_yet("the entity graph")
 
     @property
     def sessions(self) -> NoReturn:
