@@ -435,3 +435,22 @@ def test_a_replicated_write_returns_once_the_replica_has_it_and_fails_loudly_whe
         assert store.vectors.nearest(SPACE, _vector(2)[0], 1)[0][0] == _memory(2).id
     finally:
         store.close()
+
+
+def test_another_nodes_extraction_and_merge_reach_this_nodes_entity_index(
+    node_a: FalkorStore, node_b: FalkorStore
+) -> None:
+    from tests.contract.test_entities import _extract, _standard
+
+    ids = _standard(node_a)  # a extracts: Alice works on payments, Bob visited Berlin
+    assert node_b.entities.index().degrees(["alice"]) == {"alice": 2}
+    before = node_b.entities.index()
+    _extract(node_a, [ids[3]], {ids[3]: ["robert"]}, {}, entities=["robert"])
+    # b's index takes in what a's commit described, without reading the graph
+    _until(lambda: node_b.entities.fresh_index() is None)
+    assert node_b.entities.index().mentions_of([ids[3]]) == [(ids[3], "robert", "Robert")]
+    assert node_b.conn.entity_log.between(0, node_b.conn.entity_log.generation) is not None
+    assert node_b.entities.names(["robert"]) and before is not node_b.entities.index()
+    node_a.entities.merge("bob", ["robert"])  # not described: b reads the graph again
+    _until(lambda: node_b.entities.fresh_index() is None)
+    assert node_b.entities.resolve_known(["robert"]) == {"robert": "bob"}

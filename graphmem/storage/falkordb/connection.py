@@ -279,7 +279,8 @@ class FalkorConnection:
         parts, params = [], {}
         statements = list(txn.statements)
         entry: dict[str, bytes] | None = None
-        if txn.changes:
+        entity_graph = self.entity_log.this_transaction()
+        if txn.changes or entity_graph[0]:  # the other nodes learn of it
             marker = uuid.uuid4().hex
             if txn.stamps:
                 statements.append(
@@ -291,7 +292,9 @@ class FalkorConnection:
             statements.append(
                 ("CREATE (:_Txn {id: $id, at: $at})", {"id": marker, "at": micros(utcnow())})
             )
-            entry = stream.encode(txn.changes, txn=marker, node=self.node_id)
+            entry = stream.encode(
+                txn.changes, txn=marker, node=self.node_id, entity_graph=entity_graph
+            )
         for n, (statement, values) in enumerate(statements):
             if n:
                 parts.append(f"WITH count(*) AS _{n - 1}")

@@ -8,10 +8,10 @@ write reports (whether an extraction replaced an earlier one, which facts it mad
 edges a merge moved) is read before it buffers anything, and what must hold when it lands is
 decided by the statement.
 
-Not yet on this engine: the entity index follows this node's commits only. Another node's
-writes of the entity graph are not in the change stream (an entity change is described to the
-local entity log, not appended), so this node's index misses them until it reads the graph
-again: at its next own write that is not described, or when the store is opened afresh.
+Another node's writes of the entity graph come in through the change stream: a commit that
+changes it says so in its entry, with what it described, and the follower records that in
+this node's entity log, so the index takes the change in, or reads the graph again when the
+change was not described (graphmem.storage.falkordb.stream.entity_part).
 """
 
 from __future__ import annotations

@@ -90,18 +90,23 @@ class ChangeFollower:
         entries = [(_text(i), fields) for _key, batch in found or [] for i, fields in batch]
         if not entries:
             return 0
-        decoded = [(entry_id, *stream.decode(fields)) for entry_id, fields in entries]
+        decoded = [
+            (entry_id, *stream.decode(fields), stream.entity_part(fields))
+            for entry_id, fields in entries
+        ]
         theirs = [d for d in decoded if d[2] != self.conn.node_id]
-        landed = self._landed([txn for _id, txn, _node, _changes in theirs if txn != RESET])
+        landed = self._landed([d[1] for d in theirs if d[1] != RESET])
         applied = 0
         with self.conn.writer_paused():
-            for _entry_id, txn, _node, changes in theirs:
+            for _entry_id, txn, _node, changes, (entity_graph, said) in theirs:
+                if txn != RESET and txn not in landed:
+                    self.skipped += 1
+                    continue
+                if entity_graph:  # the entity index takes it in, or reads the graph again
+                    self.conn.entity_log.committed_elsewhere(said)
                 if txn == RESET:  # a caller's query wrote: anything may have changed
                     self.listener.discard()
                     applied += 1
-                    continue
-                if txn not in landed:
-                    self.skipped += 1
                     continue
                 for change in changes:
                     self.listener.changed(change)

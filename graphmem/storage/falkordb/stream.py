@@ -38,6 +38,7 @@ from graphmem.indexes.changes import (
     VectorSetMade,
 )
 from graphmem.indexes.doc_index import ChunkInfo, DocInfo, SectionInfo
+from graphmem.indexes.entity_index import EntityChange
 
 _TIME = "$t"  # {"$t": iso} in a row: a datetime (the columns hold naive UTC)
 RESET = ""  # the txn of an entry that says "anything may have changed" (a caller's Cypher)
@@ -68,9 +69,20 @@ def _texts(texts: Any) -> list[str]:
     return texts.to_pylist() if hasattr(texts, "to_pylist") else [str(t) for t in texts]
 
 
-def encode(changes: Iterable[Change], *, txn: str, node: str) -> dict[str, bytes]:
-    """The stream entry of a commit's events."""
+def encode(
+    changes: Iterable[Change],
+    *,
+    txn: str,
+    node: str,
+    entity_graph: tuple[bool, Sequence[EntityChange] | None] = (False, None),
+) -> dict[str, bytes]:
+    """The stream entry of a commit's events; `entity_graph`: whether it changed the entity
+    graph, and what it said it changed there (None: unknown), in an `entities` field."""
     fields: dict[str, bytes] = {"txn": txn.encode(), "node": node.encode()}
+    changed, described = entity_graph
+    if changed:
+        said_there = None if described is None else [asdict(c) for c in described]
+        fields["entities"] = json.dumps(said_there, ensure_ascii=False).encode()
     said: list[dict[str, Any]] = []
     for change in changes:
         if isinstance(change, MemoriesWritten):
@@ -158,3 +170,26 @@ def decode(entry: Mapping[Any, bytes]) -> tuple[str, str, list[Change]]:
         else:
             raise ValueError(f"unknown change {kind!r} in stream entry {txn}")
     return txn, node, changes
+
+
+def entity_part(entry: Mapping[Any, bytes]) -> tuple[bool, tuple[EntityChange, ...] | None]:
+    """Whether the entry's commit changed the entity graph, and what it said it changed there
+    (None: unknown; a caller's Cypher, a reset, may have changed it too)."""
+    fields = {k.decode() if isinstance(k, bytes) else k: v for k, v in entry.items()}
+    if fields["txn"].decode() == RESET:
+        return True, None
+    if "entities" not in fields:
+        return False, None
+    said = json.loads(fields["entities"])
+    if said is None:
+        return True, None
+    return True, tuple(
+        EntityChange(
+            entities=[tuple(e) for e in c["entities"]],
+            aliases=c["aliases"],
+            mentions=[tuple(m) for m in c["mentions"]],
+            facts=[tuple(f) for f in c["facts"]],
+            sources=[tuple(x) for x in c["sources"]],
+        )
+        for c in said
+    )
