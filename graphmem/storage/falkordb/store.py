@@ -4,9 +4,10 @@ settings, tokens and the search cache; the graph keeps the memories.
 
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
 schema and its migrations, the caller's Cypher, the scans the search state is built from and
-the follower of the change stream that keeps it in step with the other nodes are here. Knowledge, entities, documents, sessions, the steward, copying between engines and
-backups are not yet: their properties raise NotImplementedError, so nothing reaches them by
-mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
+the follower of the change stream that keeps it in step with the other nodes, copying a store
+table by table between engines and backups are here. Knowledge, entities, documents, sessions
+and the steward are not yet: their properties raise NotImplementedError, so nothing reaches them
+by mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from typing import Any, NoReturn, TypeVar
 from graphmem.indexes.changes import Change
 from graphmem.indexes.search_state import SearchSource, SearchState
 from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
-from graphmem.storage.falkordb import schema
+from graphmem.storage.falkordb import backup, schema
 from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
+from graphmem.storage.falkordb.tables import FalkorTables
 from graphmem.storage.falkordb.vectors import FalkorVectors
-from graphmem.storage.protocols import Memories, Pending, Transactions, Vectors
+from graphmem.storage.protocols import Memories, Pending, Tables, Transactions, Vectors
 from graphmem.store_url import StoreUrl
 
 _T = TypeVar("_T")
@@ -48,9 +50,10 @@ class FalkorStore:
         self.pending = FalkorPending(conn)
         self.vectors = FalkorVectors(conn, self.search)
         self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
+        self.tables = FalkorTables(conn, self.vectors, self.search)
         # mypy holds each repository written so far to its protocol
-        _checked: tuple[Memories, Vectors, Pending, SearchSource, Transactions] = (
-            self.memories, self.vectors, self.pending, self.scans, self,
+        _checked: tuple[Memories, Vectors, Pending, SearchSource, Tables, Transactions] = (
+            self.memories, self.vectors, self.pending, self.scans, self.tables, self,
         )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
@@ -84,12 +87,8 @@ class FalkorStore:
     def steward(self) -> NoReturn:
         _not_yet("the steward")
 
-    @property
-    def tables(self) -> NoReturn:
-        _not_yet("copying a store between engines")
-
     def backup(self, dest: Path) -> BackupInfo:
-        _not_yet("backup")
+        return backup.take_backup(self, dest)
 
     # -- the store as a whole -----------------------------------------------------------------
 
