@@ -123,6 +123,27 @@ def test_the_copy_answers_as_the_store_it_was_copied_from(
     assert contract_store.migrate() == []
 
 
+@pytest.mark.parametrize("engine", ["falkordb"], indirect=True)
+def test_tables_bigger_than_a_batch_copy_whole(
+    source: GraphMemory, contract_store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphmem.storage.falkordb import tables
+
+    # loads in batches and exports in pages: seven rows a query, two vectors
+    monkeypatch.setattr(tables, "BATCH_ROWS", 7)
+    monkeypatch.setattr(tables, "BATCH_VALUES", 2 * source.embedder.space.dim)
+    specs = source.store.tables.specs()
+    before = _digests(source.store, specs)
+    assert _copy(source.store, contract_store, tmp_path / "there") == before
+    assert _digests(contract_store, specs) == before
+    back = open_store_at(tmp_path / "back")
+    try:
+        back.migrate()
+        assert _copy(contract_store, back, tmp_path / "back-files") == before
+    finally:
+        back.close()
+
+
 def test_loading_a_table_replaces_its_rows(
     source: GraphMemory, contract_store: Any, tmp_path: Path
 ) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,11 @@ def _items(body: str) -> list[str]:
 def embedded_specs() -> list[TableSpec]:
     """The tables of an embedded store migrated to the latest schema, as its catalog states
     them: each migration's DDL applied in order (`_Migration` is made by the migration runner)."""
+    return list(_embedded_specs())
+
+
+@cache
+def _embedded_specs() -> tuple[TableSpec, ...]:
     nodes: dict[str, tuple[list[Column], str]] = {
         MIGRATION: (
             [
@@ -155,7 +161,7 @@ def embedded_specs() -> list[TableSpec]:
         )
         for name, (columns, pairs) in rels.items()
     ]
-    return sorted(specs, key=lambda s: (s.kind != "NODE", s.name))
+    return tuple(sorted(specs, key=lambda s: (s.kind != "NODE", s.name)))
 
 
 def vector_spec(name: str, dim: int) -> TableSpec:
