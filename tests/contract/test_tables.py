@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import Conflict, InvalidInput
+from graphmem.models import Memory, utcnow
 from graphmem.service import GraphMemory, open_store
 from graphmem.storage import open_store_at, read_backup_manifest
 from graphmem.storage.protocols import Digest, TableSpec
@@ -23,6 +25,7 @@ pytestmark = [
 ]
 
 VECTOR_SETS = ("Vec_", "Psg_", "Chk_")
+SPACE = EmbeddingSpace("hash", "tables", 8)
 
 
 def fill(gm: GraphMemory, project: Path) -> None:
@@ -144,6 +147,24 @@ def test_tables_bigger_than_a_batch_copy_whole(
         back.close()
 
 
+def test_a_store_made_on_the_engine_copies_into_a_working_embedded_store(
+    contract_store: Any, tmp_path: Path
+) -> None:
+    ids, now = [f"01NATIVE{i:018d}" for i in range(4)], utcnow().replace(microsecond=0)
+    memories = [Memory(id=i, content=f"native {i}", created_at=now, updated_at=now) for i in ids]
+    contract_store.memories.insert(memories, np.eye(4, 8, dtype=np.float32), SPACE)
+    back = open_store_at(tmp_path / "back")
+    try:
+        back.migrate()
+        _copy(contract_store, back, tmp_path / "files")
+        # the copy says it is migrated to the embedded schema: nothing applied again
+        assert back.migration_status().pending == [] and back.migrate() == []
+        assert back.memories.get_many(ids) == {m.id: m for m in memories}
+        assert back.vectors.nearest(SPACE, np.eye(4, 8, dtype=np.float32)[2], 1)[0][0] == ids[2]
+    finally:
+        back.close()
+
+
 def test_loading_a_table_replaces_its_rows(
     source: GraphMemory, contract_store: Any, tmp_path: Path
 ) -> None:
@@ -205,3 +226,39 @@ def test_a_falkordb_backup_restores_into_another_graph(
         assert restored.memories.count() == read_backup_manifest(tmp_path / "backup").memories
     finally:
         restored.close()
+
+
+@pytest.mark.parametrize("engine", ["falkordb"], indirect=True)
+def test_a_backup_in_a_cluster_copies_the_graph_on_its_shard(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    from graphmem.storage.falkordb.backup import restore_tables
+    from graphmem.storage.falkordb.store import FalkorStore
+    from graphmem.store_url import parse_store_url
+
+    cluster = request.getfixturevalue("falkordb_cluster")
+    entry = cluster.masters[-1].port
+    store = FalkorStore.open(
+        parse_store_url(f"falkordb://127.0.0.1:{entry}/tables"), tmp_path / "a"
+    )
+    copy = FalkorStore.open(parse_store_url(f"falkordb://127.0.0.1:{entry}/copied"), tmp_path / "b")
+    try:
+        store.migrate()
+        copy.migrate()
+        ids, now = [f"01CLUSTER{i:017d}" for i in range(3)], utcnow().replace(microsecond=0)
+        store.memories.insert(
+            [
+                Memory(id=i, content=f"cluster note {i}", created_at=now, updated_at=now)
+                for i in ids
+            ],
+            np.eye(3, 8, dtype=np.float32),
+            SPACE,
+        )
+        info = store.backup(tmp_path / "backup")
+        assert info.memories == 3
+        restore_tables(copy, tmp_path / "backup")
+        assert copy.memories.get_many(ids) == store.memories.get_many(ids)
+        assert copy.vectors.nearest(SPACE, np.eye(3, 8, dtype=np.float32)[1], 1)[0][0] == ids[1]
+    finally:
+        store.close()
+        copy.close()
