@@ -5,10 +5,9 @@ settings, tokens and the search cache; the graph keeps the memories.
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
 schema and its migrations, the caller's Cypher, the scans the search state is built from and
 the follower of the change stream that keeps it in step with the other nodes, the steward's
-records and reads, documents and the entity graph are here. Knowledge, sessions, copying
-between engines and backups are not yet: their properties raise NotImplementedError, so
-nothing reaches them by
-mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
+records and reads, documents, the entity graph, copying a store table by table between engines
+and backups are here. Knowledge and sessions are not yet: their properties raise
+NotImplementedError, so nothing reaches them by mistake.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Any, NoReturn, TypeVar
 from graphmem.indexes.changes import Change
 from graphmem.indexes.search_state import SearchSource, SearchState
 from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
-from graphmem.storage.falkordb import schema
+from graphmem.storage.falkordb import backup, schema
 from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.documents import FalkorDocuments
 from graphmem.storage.falkordb.entities import FalkorEntities
@@ -31,6 +30,7 @@ from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
 from graphmem.storage.falkordb.steward import FalkorSteward
+from graphmem.storage.falkordb.tables import FalkorTables
 from graphmem.storage.falkordb.vectors import FalkorVectors
 from graphmem.storage.protocols import (
     Documents,
@@ -38,6 +38,7 @@ from graphmem.storage.protocols import (
     Memories,
     Pending,
     Steward,
+    Tables,
     Transactions,
     Vectors,
 )
@@ -65,12 +66,14 @@ class FalkorStore:
         self.steward = FalkorSteward(conn)
         self.documents = FalkorDocuments(conn, self.search, self.vectors, self.pending)
         self.entities = FalkorEntities(conn, self.search, self.memories, self.pending)
+        self.tables = FalkorTables(conn, self.vectors, self.search)
         # mypy holds each repository written so far to its protocol
         _checked: tuple[
-            Memories, Vectors, Pending, Steward, Documents, Entities, SearchSource, Transactions
+            Memories, Vectors, Pending, Steward, Documents, Entities, Tables, SearchSource,
+            Transactions,
         ] = (
             self.memories, self.vectors, self.pending, self.steward, self.documents,
-            self.entities, self.scans, self,
+            self.entities, self.tables, self.scans, self,
         )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
@@ -107,14 +110,10 @@ class FalkorStore:
     def sessions(self) -> NoReturn:
         _not_yet("sessions and review items")
 
-    @property
-    def tables(self) -> NoReturn:
-        _not_yet("copying a store between engines")
+    # -- the store as a whole -----------------------------------------------------------------
 
     def backup(self, dest: Path) -> BackupInfo:
-        _not_yet("backup")
-
-    # -- the store as a whole -----------------------------------------------------------------
+        return backup.take_backup(self, dest)
 
     @property
     def home(self) -> Path:
