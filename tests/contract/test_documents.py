@@ -356,16 +356,8 @@ def test_the_console_lists_documents_newest_first_and_shows_a_page(contract_stor
 
 
 def test_each_document_keeps_its_own_sections_as_more_files_are_written(
-    contract_store: Any, engine: str, request: pytest.FixtureRequest
+    contract_store: Any,
 ) -> None:
-    if engine == "embedded":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="Kùzu: `d.uid IN $u` finds another Document than the one MERGEd in the "
-                "same transaction, so KuzuDocuments._insert_sections links the new sections to it",
-            )
-        )
     docs = contract_store.documents
     alpha, beta, gamma = _doc("alpha"), _doc("beta"), _doc("gamma")
     docs.write([_write(alpha, ["alpha text"]), _write(beta, ["beta text"])], SPACE)

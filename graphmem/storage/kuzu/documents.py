@@ -122,7 +122,7 @@ class KuzuDocuments:
             )
             self._drop_structure(uids)
             self._insert_sections(
-                uids,
+                {w.doc.uid: w.doc.path for w in writes},
                 [s for w in writes for s in w.sections],
                 {k: v for w in writes for k, v in w.parents.items()},
             )
@@ -155,8 +155,9 @@ class KuzuDocuments:
         )
 
     def _insert_sections(
-        self, uids: Sequence[str], sections: Sequence[SectionInfo], parents: dict[str, str]
+        self, paths: dict[str, str], sections: Sequence[SectionInfo], parents: dict[str, str]
     ) -> None:
+        """`paths`: each written document's path (its key) by its uid."""
         if not sections:
             return
         table = pa.table(
@@ -176,10 +177,13 @@ class KuzuDocuments:
         )
         fields = ", ".join(f"{name}: {name}" for name in table.column_names)
         self.conn.query_result(f"LOAD FROM $t CREATE (:Section {{{fields}}})", {"t": table})
+        # both ends by their keys: `d.uid IN $u` joined to the sections matched a Document
+        # other than the one this transaction wrote (Kùzu 0.11.3), so a document written after
+        # others had its sections linked to one of those
         self.conn.execute(
-            "MATCH (d:Document), (s:Section) WHERE d.uid IN $u AND s.doc = d.uid "
+            "UNWIND $rows AS r MATCH (s:Section {key: r.key}), (d:Document {path: r.path}) "
             "CREATE (d)-[:HAS_SECTION]->(s)",
-            {"u": list(uids)},
+            {"rows": [{"key": s.key, "path": paths[s.doc]} for s in sections]},
         )
         pairs = [{"c": child, "p": parent} for child, parent in parents.items()]
         if pairs:
