@@ -6,6 +6,7 @@ console's reads; and a store opened afresh finding the same chunks."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -453,3 +454,16 @@ def _reopen(
 
     server = request.getfixturevalue("falkordb_server")
     return FalkorStore.open(parse_store_url(server.store_url("project")), tmp_path / home)
+
+
+def test_a_long_supersession_chain_and_a_cycle_are_followed_whole(contract_store: Any) -> None:
+    docs = contract_store.documents
+    adrs = [_doc(f"adr-{i}") for i in range(8)]
+    docs.write([_write(d, [f"decision {d.rel}"]) for d in adrs], SPACE)
+    for older, newer in itertools.pairwise(adrs):
+        docs.state_supersessions(newer.path, [(newer.path, older.path)])
+    assert sorted(p for p, *_ in docs.chain(adrs[3].path)) == sorted(d.path for d in adrs)
+    # the first says it supersedes the last: a cycle, followed once round
+    docs.state_supersessions(adrs[0].path, [(adrs[0].path, adrs[-1].path)])
+    chain = docs.chain(adrs[5].path)
+    assert sorted(p for p, *_ in chain) == sorted(d.path for d in adrs)

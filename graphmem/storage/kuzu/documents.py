@@ -36,6 +36,7 @@ from graphmem.storage.protocols.entities import EntityRow, Mention
 from graphmem.storage.protocols.pending import CHUNK_EXTRACT
 
 # the fields of the console's rows (graphmem.documents.models)
+CHAIN_HOPS = 30  # how far a supersession chain is followed from the document asked for
 _SUMMARY = ("path", "title", "source_type", "sections")
 _SECTION = ("section_key", "title", "level", "start_line", "end_line")
 _CITATION = ("memory_id", "title", "content", "lifecycle", "section")
@@ -302,12 +303,20 @@ class KuzuDocuments:
     def chain(self, path: str) -> list[tuple[str, str, str, str | None]]:
         """(path, rel, title, the rel of what superseded it) of every document linked to `path`
         by SUPERSEDES, itself included, in no particular order."""
-        rows = self.conn.read(
-            "MATCH (a:Document {path: $p})-[:SUPERSEDES*1..30]-(d:Document) RETURN DISTINCT d.path "
-            "UNION MATCH (d:Document {path: $p}) RETURN d.path",
-            {"p": path},
-        )
-        found = [r[0] for r in rows]
+        # one hop at a time: Kùzu's `SUPERSEDES*1..30` in both directions enumerates every path
+        # (11 s for a chain of four documents, "buffer pool is full" from six, or on a cycle)
+        exists = self.conn.read("MATCH (d:Document {path: $p}) RETURN d.path", {"p": path})
+        found, frontier = [path] if exists else [], [path] if exists else []
+        for _ in range(CHAIN_HOPS):
+            rows = self.conn.read(
+                "UNWIND $ps AS p MATCH (:Document {path: p})-[:SUPERSEDES]-(d:Document) "
+                "RETURN DISTINCT d.path",
+                {"ps": frontier},
+            )
+            frontier = [r[0] for r in rows if r[0] not in found]
+            if not frontier:
+                break
+            found += frontier
         out = []
         for doc_path in found:
             info = self.conn.read(
