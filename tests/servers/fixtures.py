@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from tests.servers.falkordb_servers import Cluster, Replicated, Server
+    from tests.servers.falkordb_servers import Cluster, Replicated, Server, Watched
 
 TEST_USER = "graphmem"
 TEST_PASSWORD = "a long test password"
@@ -56,6 +56,13 @@ def falkordb_replicated(tmp_path: Path) -> Iterator[Replicated]:
     """A primary and its replica, the replica synced."""
     with _servers().primary_with_replica(tmp_path / "falkordb") as pair:
         yield pair
+
+
+@pytest.fixture
+def falkordb_watched(tmp_path: Path) -> Iterator[Watched]:
+    """A primary and its replica, watched by a sentinel that fails over to the replica."""
+    with _servers().watched_primary(tmp_path / "falkordb") as watched:
+        yield watched
 
 
 @pytest.fixture(scope="module")

@@ -167,6 +167,11 @@ class FalkorConnection:
         if isinstance(self.client, RedisCluster):  # routed by the key's slot, as the client is
             cluster: redis.Redis = RedisCluster(**options)
             return cluster
+        sentinel = getattr(self._db, "sentinel", None)
+        if sentinel is not None:  # the primary the sentinel names now, and after a failover
+            del options["host"], options["port"]
+            master: redis.Redis = sentinel.master_for(self._db.service_name, **options)  # type: ignore[union-attr]
+            return master
         return redis.Redis(**options)
 
     def others_committed(self) -> None:

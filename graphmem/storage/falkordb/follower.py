@@ -22,6 +22,7 @@ from typing import Any
 
 import redis
 
+from graphmem.errors import StorageError
 from graphmem.indexes.changes import ChangeListener
 from graphmem.storage.falkordb import stream
 from graphmem.storage.falkordb.connection import FalkorConnection
@@ -71,7 +72,7 @@ class ChangeFollower:
                     next_trim = time.monotonic() + TRIM_EVERY_SECONDS
                     if Lease(self.conn, "trim", ttl=TRIM_EVERY_SECONDS).acquire():
                         trim(self.conn)
-            except (redis.RedisError, OSError) as exc:
+            except (redis.RedisError, OSError, StorageError) as exc:  # the server is away
                 if self._stop.is_set() or self.conn.closed:
                     return
                 log.warning("change stream of %s: %s; retrying", self.conn.url, exc)
