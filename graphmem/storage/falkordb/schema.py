@@ -49,8 +49,16 @@ STEPS: tuple[Step, ...] = (
             ("_Txn", "id"),
             ("_Txn", "at"),
             ("_Migration", "version"),
+            ("Document", "path"),
+            ("Session", "id"),
+            ("ReviewItem", "id"),
+            ("ReviewItem", "fingerprint"),
+            ("ReviewItem", "status"),
         ),
-        unique=(("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key")),
+        unique=(
+            ("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key"),
+            ("Document", "path"), ("Session", "id"), ("ReviewItem", "id"),
+        ),
     ),
 )  # fmt: skip
 

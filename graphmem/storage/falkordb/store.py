@@ -4,9 +4,11 @@ settings, tokens and the search cache; the graph keeps the memories.
 
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
 schema and its migrations, the caller's Cypher, the scans the search state is built from and
-the follower of the change stream that keeps it in step with the other nodes are here. Knowledge, entities, documents, sessions, the steward, copying between engines and
-backups are not yet: their properties raise NotImplementedError, so nothing reaches them by
-mistake, and `graphmem.storage.open_store_backend` does not open this store yet.
+the follower of the change stream that keeps it in step with the other nodes, knowledge
+(versions, merges, dead ends, citations) and sessions with their review items are here.
+Entities, documents, the steward, copying between engines and backups are not yet: their
+properties raise NotImplementedError, so nothing reaches them by mistake, and
+`graphmem.storage.open_store_backend` does not open this store yet.
 """
 
 from __future__ import annotations
@@ -22,11 +24,20 @@ from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.follower import ChangeFollower
+from graphmem.storage.falkordb.knowledge import FalkorKnowledge
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
+from graphmem.storage.falkordb.sessions import FalkorSessions
 from graphmem.storage.falkordb.vectors import FalkorVectors
-from graphmem.storage.protocols import Memories, Pending, Transactions, Vectors
+from graphmem.storage.protocols import (
+    Knowledge,
+    Memories,
+    Pending,
+    Sessions,
+    Transactions,
+    Vectors,
+)
 from graphmem.store_url import StoreUrl
 
 _T = TypeVar("_T")
@@ -48,9 +59,14 @@ class FalkorStore:
         self.pending = FalkorPending(conn)
         self.vectors = FalkorVectors(conn, self.search)
         self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
+        self.knowledge = FalkorKnowledge(conn, self.memories)
+        self.sessions = FalkorSessions(conn)
         # mypy holds each repository written so far to its protocol
-        _checked: tuple[Memories, Vectors, Pending, SearchSource, Transactions] = (
-            self.memories, self.vectors, self.pending, self.scans, self,
+        _checked: tuple[
+            Memories, Vectors, Pending, Knowledge, Sessions, SearchSource, Transactions
+        ] = (
+            self.memories, self.vectors, self.pending, self.knowledge, self.sessions,
+            self.scans, self,
         )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
@@ -65,20 +81,12 @@ class FalkorStore:
     # -- not yet on this engine ---------------------------------------------------------------
 
     @property
-    def knowledge(self) -> NoReturn:
-        _not_yet("knowledge (versions, merges, dead ends, citations)")
-
-    @property
     def entities(self) -> NoReturn:
         _not_yet("the entity graph")
 
     @property
     def documents(self) -> NoReturn:
         _not_yet("documents")
-
-    @property
-    def sessions(self) -> NoReturn:
-        _not_yet("sessions and review items")
 
     @property
     def steward(self) -> NoReturn:
