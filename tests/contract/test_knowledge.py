@@ -167,7 +167,7 @@ def test_dead_ends_are_checked_linked_and_found_near_related_memories(contract_s
         _memory(1, kind="decision", context="billing", tags=["pool"]),
         _memory(2, kind=dead, context="billing"),
         _memory(3, kind=dead, context="search", tags=["pool", "x"]),
-        _memory(4, kind=dead, context="other"),
+        _memory(4, kind=dead, context="billing", tags=["pool"]),
         _memory(5, kind=dead, context="billing", lifecycle="archived"),
         _memory(6, kind=dead, context="elsewhere"),
         _memory(7, kind="note", context="billing"),
@@ -193,11 +193,11 @@ def test_dead_ends_are_checked_linked_and_found_near_related_memories(contract_s
         ("avoids", avoided.id, "note 4", avoided.content, dead, "active"),
         ("avoids", archived.id, "note 5", archived.content, dead, "archived"),
     ]
-    near = knowledge.dead_ends_near([decision], limit=10)
+    near = knowledge.dead_ends_near([decision], limit=10)  # each once, however it is near
     assert sorted(m.id for m in near) == sorted([near_ctx.id, near_tag.id, avoided.id])
     assert {m.id: m for m in near}[near_tag.id] == contract_store.memories.get(near_tag.id)
     assert len(knowledge.dead_ends_near([decision], limit=2)) == 2
-    assert knowledge.dead_ends_near([near_ctx], limit=10) == []  # itself left out
+    assert [m.id for m in knowledge.dead_ends_near([near_ctx], limit=10)] == [avoided.id]
     assert [m.id for m in knowledge.dead_ends_near([far], limit=10)] == []
 
     knowledge.set_fields(near_ctx.id, {"lifecycle": "archived"})

@@ -173,3 +173,29 @@ def test_review_items_are_filed_filtered_oldest_first_and_resolved(contract_stor
     assert (reopened["status"], reopened["note"]) == ("pending", None)
     assert (reopened["resolved_at"], reopened["resolved_by"]) == (None, None)
     assert sessions.count_pending_reviews() == 3
+
+
+def test_a_session_its_memory_and_its_items_commit_together_or_not_at_all(
+    contract_store: Any,
+) -> None:
+    sessions = contract_store.sessions
+    with contract_store.transaction():  # each write sees the ones before it
+        (memory,) = _insert(contract_store, 1)
+        _upsert(contract_store, "s-1", client="claude")
+        item = sessions.add_review_item("s-1", _fields(1, target=memory))
+        sessions.link_memories("s-1", [memory])
+    assert sessions.review_item(item)["target"] == memory
+    assert _rows(contract_store, "MATCH (r:ReviewItem)-[:REVIEWS]->(m:Memory) RETURN m.id") == [
+        [memory]
+    ]
+    assert _rows(contract_store, "MATCH (m:Memory)-[:IN_SESSION]->(s:Session) RETURN s.id") == [
+        ["s-1"]
+    ]
+    with pytest.raises(RuntimeError), contract_store.transaction():
+        _upsert(contract_store, "s-2", client="cursor")
+        lost = sessions.add_review_item("s-2", _fields(2))
+        raise RuntimeError("the caller fails before the commit")
+    assert sessions.by_client() == {"claude": ["s-1"]}
+    with pytest.raises(NotFound):
+        sessions.review_item(lost)
+    assert sessions.count_pending_reviews() == 1
