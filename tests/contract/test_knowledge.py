@@ -5,6 +5,7 @@ citations and verification, with the same errors and times read back as naive UT
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,36 @@ def test_supersede_refuses_what_would_break_a_chain(contract_store: Any) -> None
     with pytest.raises(NotFound):
         knowledge.chain("01MISSING")
     assert [m.id for m, *_ in knowledge.chain(v3.id)] == [v3.id]
+
+
+def test_a_successor_another_node_links_first_wins_and_the_chain_does_not_fork(
+    contract_store: Any, engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if engine != "falkordb":
+        pytest.skip("the embedded engine has one writer per store: no other node")
+    from graphmem.storage.falkordb.store import FalkorStore
+    from graphmem.store_url import parse_store_url
+
+    v1, v2, v3, v4, v5 = _insert(contract_store, *(_memory(n) for n in range(1, 6)))
+    server = request.getfixturevalue("falkordb_server")
+    other = FalkorStore.open(parse_store_url(server.store_url("project")), tmp_path / "other")
+    knowledge = contract_store.knowledge
+    at = NOW + timedelta(days=1)
+    try:
+        with contract_store.transaction():  # checked and buffered; the other node commits first
+            knowledge.supersede(v1.id, reason="mine", new_id=v2.id, at=at)
+            other.knowledge.supersede(v1.id, reason="theirs", new_id=v3.id, at=at)
+        with contract_store.transaction():
+            knowledge.supersede(v4.id, reason="mine", new_id=None, at=at + timedelta(hours=1))
+            other.knowledge.supersede(v4.id, reason="theirs", new_id=v5.id, at=at)
+    finally:
+        other.close()
+    assert knowledge.newest_successors([v1.id, v4.id]) == {v1.id: v3.id, v4.id: v5.id}
+    versions = {m.id: (by, why) for m, by, _, why in knowledge.chain(v1.id)}
+    assert versions == {v1.id: (v3.id, "theirs"), v3.id: (None, None)}
+    assert contract_store.memories.get(v2.id).lifecycle == "active"
+    retired = contract_store.memories.get(v4.id)
+    assert (retired.lifecycle, retired.valid_to) == ("superseded", at)
 
 
 def test_a_memory_retired_without_successor_is_outdated_from_then(contract_store: Any) -> None:

@@ -55,7 +55,8 @@ class FalkorKnowledge:
 
     def supersede(self, old_id: str, *, reason: str, new_id: str | None, at: datetime) -> None:
         """The checks read first; the old memory's validity closes at the successor's
-        valid_from as the statement finds it at commit."""
+        valid_from as the statement finds it at commit. A successor another node linked
+        meanwhile wins: the statement then leaves the memory as it is, so a chain never forks."""
         if new_id == old_id:
             raise InvalidInput("a memory cannot supersede itself", id=old_id)
         self._require(old_id, *([new_id] if new_id else []))
@@ -80,6 +81,7 @@ class FalkorKnowledge:
             if new_id:
                 self.conn.write(
                     "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) "
+                    "WHERE NOT (:Memory)-[:SUPERSEDES]->(o) "
                     "MERGE (n)-[s:SUPERSEDES]->(o) SET s.at = $at, s.reason = $reason, "
                     "o.lifecycle = 'superseded', o.lifecycle_reason = $reason, "
                     "o.valid_to = coalesce(n.valid_from, $at), o.updated_at = $at",
@@ -88,7 +90,8 @@ class FalkorKnowledge:
                 )
             else:
                 self.conn.write(
-                    "MATCH (o:Memory {id: $old}) SET o.lifecycle = 'outdated', "
+                    "MATCH (o:Memory {id: $old}) WHERE NOT (:Memory)-[:SUPERSEDES]->(o) "
+                    "SET o.lifecycle = 'outdated', "
                     "o.lifecycle_reason = $reason, o.valid_to = $at, o.updated_at = $at",
                     state,
                 )
