@@ -1,8 +1,8 @@
 """Curation by hand, audited: the public update, mark_outdated, merge_duplicates,
 promote_to_canonical and verify_entry (what the CLI, the MCP tools and the console call) each
 write an Audit row `curate:ACTION` holding the memories' fields before and after and the edge it
-made (in the change's transaction, but for an edit of the text, which embeds), so `steward_undo(AUDIT_ID)` puts the change back like one of
-the steward's. The steward and session capture call the knowledge service directly and write
+made (read before the change, in its transaction but for an edit of the text, which embeds; and
+after it commits), so `steward_undo(AUDIT_ID)` puts the change back like one of the steward's. The steward and session capture call the knowledge service directly and write
 their own rows. `audit_log` lists the newest rows of every kind.
 """
 
@@ -50,11 +50,13 @@ class CurationOps(Service):
             if text is not None:
                 before["text"] = text
             done = change()
-            after = {"memories": store.steward.memory_state(ids), "edges": list(edges)}
-            store.steward.audit_step(
-                actor="user", action=CURATE + action, target=ids[0], item=None, run=None,
-                before=before, after=after,
-            )  # fmt: skip
+        # read once the change committed: a server store's transaction does not read its own
+        # writes (docs/adr/0011-falkordb-engine.md)
+        after = {"memories": store.steward.memory_state(ids), "edges": list(edges)}
+        store.steward.audit_step(
+            actor="user", action=CURATE + action, target=ids[0], item=None, run=None,
+            before=before, after=after,
+        )  # fmt: skip
         return done
 
     def update(self, /, memory_id: str, **changes: Any) -> Memory:

@@ -11,6 +11,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+# how long a job waits for another node of a server store doing the same work
+# (Store.exclusive); then its work stays pending for the next start
+EXCLUSIVE_WAIT = 300.0
+
 
 class Jobs:
     def __init__(self, name: str, *, initializer: Callable[[], None] | None = None) -> None:

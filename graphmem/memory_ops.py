@@ -23,7 +23,7 @@ from graphmem.errors import (
     item_error,
     validation_message,
 )
-from graphmem.idempotency import repeated_stores, store_key
+from graphmem.idempotency import StoreKey, repeated_stores, store_key
 from graphmem.imported import Supplied, new_memory
 from graphmem.models import (
     Hit,
@@ -143,28 +143,24 @@ class MemoryOps(Service):
             store_key(item, window_seconds=self.settings.duplicate_window_seconds, now=utcnow())
             for item in inputs
         ]
-        named = [k.key for k in keys if k is not None]
-        try:
-            repeats = repeated_stores(keys, self.store.memories.stored_by_keys(named, now=utcnow()))
-        except Conflict as exc:
-            index = exc.fields.pop("index", 0)
-            if not batch:
-                raise
-            raise item_error(exc, index) from exc
+        repeats = self._repeats(keys, batch=batch)
         fresh = [i for i in range(len(inputs)) if i not in repeats]
         out: dict[int, StoredMemory] = {}
         for start in range(0, len(fresh), batch_size):
             chosen = fresh[start : start + batch_size]
-            memories = [new_memory(StoredMemory, inputs[i]) for i in chosen]
-            vectors, found = self.embed_memories(memories)
-            with_keys = [
-                (key, m.id) for i, m in zip(chosen, memories, strict=True) if (key := keys[i])
-            ]
-            self.store.memories.insert(
-                memories, vectors, self.embedder.space, found, keys=with_keys
-            )
-            out.update(zip(chosen, memories, strict=True))
-            self.context.extraction.schedule([m.id for m in memories])
+            try:
+                stored = self._insert(inputs, keys, chosen)
+            except Conflict:
+                # another process stored under one of these keys since they were read (the
+                # nodes of a server store race in the server, and one commit fails whole): what
+                # it stored answers those inputs, as it would a retry; the rest go in again
+                won = self._repeats(keys, batch=batch, among=chosen)
+                if not won:
+                    raise
+                repeats.update(won)
+                chosen = [i for i in chosen if i not in won]
+                stored = self._insert(inputs, keys, chosen)
+            out.update(zip(chosen, stored, strict=True))
             if on_progress:
                 on_progress(len(out), len(inputs))
         earlier = self.store.memories.get_many([r for r in repeats.values() if isinstance(r, str)])
@@ -172,6 +168,34 @@ class MemoryOps(Service):
             first = out[repeated] if isinstance(repeated, int) else earlier[repeated]
             out[i] = StoredMemory.model_validate({**first.model_dump(), "deduplicated": True})
         return [out[i] for i in range(len(inputs))]
+
+    def _repeats(
+        self, keys: list[StoreKey | None], *, batch: bool, among: Sequence[int] | None = None
+    ) -> dict[int, str | int]:
+        """Which inputs (of `among`, or all) repeat a store, read from the store now."""
+        chosen = range(len(keys)) if among is None else among
+        named = [k.key for i in chosen if (k := keys[i]) is not None]
+        try:
+            found = repeated_stores(keys, self.store.memories.stored_by_keys(named, now=utcnow()))
+        except Conflict as exc:
+            index = exc.fields.pop("index", 0)
+            if not batch:
+                raise
+            raise item_error(exc, index) from exc
+        return {i: r for i, r in found.items() if among is None or i in among}
+
+    def _insert(
+        self, inputs: list[MemoryInput], keys: list[StoreKey | None], chosen: list[int]
+    ) -> list[StoredMemory]:
+        """The chosen inputs as new memories, in one transaction, their extraction queued."""
+        memories = [new_memory(StoredMemory, inputs[i]) for i in chosen]
+        if not memories:
+            return memories
+        vectors, found = self.embed_memories(memories)
+        with_keys = [(key, m.id) for i, m in zip(chosen, memories, strict=True) if (key := keys[i])]
+        self.store.memories.insert(memories, vectors, self.embedder.space, found, keys=with_keys)
+        self.context.extraction.schedule([m.id for m in memories])
+        return memories
 
     @staticmethod
     def _embedding_text(memory: Memory) -> str:

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from graphmem.embeddings.parallel import single_threaded_blas
 from graphmem.foreground import FOREGROUND, lower_priority
-from graphmem.jobs import Jobs
+from graphmem.jobs import EXCLUSIVE_WAIT, Jobs
 from graphmem.passages import owner, passages, passages_of
 from graphmem.service_context import Service, ServiceContext
 from graphmem.storage.protocols import PASSAGES
@@ -112,7 +112,15 @@ class PassageWork(Service):
         for them, as the owner asks at start. It steps aside for requests
         (graphmem/foreground.py), on one core."""
         try:
-            with single_threaded_blas(), self.store.background():
+            # one process fills passages at a time: two nodes of a server store never embed
+            # one memory's at once (a batch is read as pending under the lease)
+            with (
+                single_threaded_blas(),
+                self.store.background(),
+                self.store.exclusive("passages", wait=EXCLUSIVE_WAIT) as mine,
+            ):
+                if not mine:
+                    return
                 if memory_ids is None:
                     self._adopt_flagged_passages()
                     memory_ids = self.store.pending.items(PASSAGES)

@@ -41,6 +41,11 @@ class Settings(BaseModel):
         description="a store on a FalkorDB server: falkordb://[user:password@]host:port/GRAPH "
         "(falkordbs:// for TLS); unset, the embedded store in the data dir",
     )
+    durability: Literal["primary", "replicated"] = Field(
+        default="primary",
+        description="with a store_url: a write is acknowledged once the server has it "
+        "(primary), or once a replica has it too (replicated, WAIT)",
+    )
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     lock_timeout: float = Field(default=5.0, ge=0.0, description="seconds to retry a locked store")
     recall_recipe: str = "hybrid"
@@ -146,6 +151,7 @@ ENV_KEYS: dict[str, str] = {
     "EMBEDDING_CACHE_DIR": "embedding.cache_dir",
     "ENGINE": "engine",
     "STORE_URL": "store_url",
+    "DURABILITY": "durability",
     "LOCK_TIMEOUT": "lock_timeout",
     "RECALL_RECIPE": "recall_recipe",
     "HTTP_HOST": "http_host",

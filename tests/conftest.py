@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -20,12 +21,15 @@ from graphmem.storage import engines
 pytest_plugins = ["tests.servers.fixtures"]
 
 # GRAPHMEM_TEST_ENGINE=ladybug runs the suite's new stores on LadybugDB, in this process and in
-# the graphmem processes the tests start (GRAPHMEM_ENGINE)
+# the graphmem processes the tests start (GRAPHMEM_ENGINE); =falkordb runs the `gm` stores on a
+# FalkorDB server, a graph per test (the data dir keeps the search cache)
 TEST_ENGINE = os.environ.get("GRAPHMEM_TEST_ENGINE", engines.DEFAULT.name)
-engines.DEFAULT = engines.BY_NAME[TEST_ENGINE]
+ON_FALKORDB = TEST_ENGINE == "falkordb"
+if not ON_FALKORDB:
+    engines.DEFAULT = engines.BY_NAME[TEST_ENGINE]
 
 SESSION_ENV = {
-    "GRAPHMEM_ENGINE": TEST_ENGINE,
+    "GRAPHMEM_ENGINE": engines.DEFAULT.name,
     # an owner process started by a test (through `graphmem serve`, say) exits 5 s after its
     # last client leaves instead of 15 minutes, so no test leaves one behind
     "GRAPHMEM_DAEMON_IDLE_TIMEOUT": "5",
@@ -47,6 +51,9 @@ def _session_env() -> Iterator[None]:
             os.environ[key] = value
 
 
+_GRAPHS = itertools.count()
+
+
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
     return tmp_path / "store"
@@ -62,10 +69,16 @@ def new_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def gm(store_path: Path, new_store: Path) -> Iterator[GraphMemory]:
-    """A fresh, migrated store on disk, embedding with the fast offline HashEmbedder."""
-    shutil.copytree(new_store, store_path)
-    memory = open_store(store_path, embedder=HashEmbedder())
+def gm(store_path: Path, request: pytest.FixtureRequest) -> Iterator[GraphMemory]:
+    """A fresh, migrated store, embedding with the fast offline HashEmbedder: on disk, or a
+    graph of its own on a FalkorDB server under GRAPHMEM_TEST_ENGINE=falkordb."""
+    if ON_FALKORDB:
+        server = request.getfixturevalue("falkordb_shared")
+        graph = f"t{next(_GRAPHS)}"
+        memory = open_store(store_path, embedder=HashEmbedder(), store_url=server.store_url(graph))
+    else:
+        shutil.copytree(request.getfixturevalue("new_store"), store_path)
+        memory = open_store(store_path, embedder=HashEmbedder())
     try:
         yield memory
     finally:

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import Conflict
+from graphmem.models import StoredMemory
 from graphmem.service import GraphMemory, open_store
+from tests.servers.falkordb_servers import Server
 
 NOTE = "billing-api retries Stripe webhooks 5 times (PAY-12)"
 
@@ -123,3 +127,34 @@ def test_a_retried_decision_does_not_link_its_dead_ends_twice(gm: GraphMemory) -
     assert retry.deduplicated and retry.id == first.id
     links = gm.cypher("MATCH (:Memory)-[a:AVOIDS]->(:Memory) RETURN count(a)", {}).rows
     assert links == [[1]]
+
+
+def test_a_retry_racing_its_first_try_on_another_node_stores_nothing_twice(
+    tmp_path: Path, falkordb_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two nodes of one FalkorDB store: each reads the key before the other has stored under
+    it, both store, and the server's unique key fails the second commit whole; that node then
+    answers with what the first stored, as a retry would."""
+    url = falkordb_server.store_url("team")
+    a = open_store(tmp_path / "a", embedder=HashEmbedder(), store_url=url)
+    b = open_store(tmp_path / "b", embedder=HashEmbedder(), store_url=url)
+    try:
+        first: list[StoredMemory] = []
+        reads = b.store.memories.stored_by_keys
+
+        def read_just_before_a_stores(keys: list[str], *, now: datetime) -> Any:
+            found = reads(keys, now=now)
+            if not first:  # the first try lands on a between b's read and b's write
+                first.append(a.remember(NOTE, idempotency_key="call-1"))
+            return found
+
+        monkeypatch.setattr(b.store.memories, "stored_by_keys", read_just_before_a_stores)
+        retry, other = b.remember_many(
+            [{"content": NOTE, "idempotency_key": "call-1"}, {"content": "an unrelated note"}]
+        )
+        assert retry.deduplicated and retry.id == first[0].id
+        assert not other.deduplicated and b.get(other.id).content == "an unrelated note"
+        assert a.stats().total == b.stats().total == 2
+    finally:
+        a.close()
+        b.close()

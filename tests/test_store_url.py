@@ -1,5 +1,6 @@
 """The `store_url` setting: a FalkorDB address parsed into a StoreUrl when the settings are built,
-anything else refused by name, and a server off loopback refused without a user and password."""
+anything else refused by name, a server off loopback refused without a user and password; and
+the store it names opened in place of the data dir's embedded one."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from graphmem.errors import InvalidInput, StorageError
+from graphmem.errors import InvalidInput, StorageError, StoreLocked
 from graphmem.settings import load_settings
-from graphmem.storage import open_store_backend
+from graphmem.storage import engines, open_store_backend
 from graphmem.store_url import StoreUrl, parse_store_url
+from tests.servers.falkordb_servers import Server, free_port
 
 SECRET = "s3cr:et/@pw"
 QUOTED = "s3cr%3Aet%2F%40pw"
@@ -112,10 +114,36 @@ def test_a_bad_setting_fails_when_the_settings_are_built(tmp_path: Path) -> None
         load_settings(tmp_path, environ={"GRAPHMEM_STORE_URL": "falkordb://db.internal/p"})
 
 
-def test_a_store_url_is_refused_rather_than_the_embedded_store_opened(tmp_path: Path) -> None:
+def test_a_store_url_that_answers_nothing_fails_rather_than_the_embedded_store_open(
+    tmp_path: Path,
+) -> None:
     settings = load_settings(
-        tmp_path / "store", environ={"GRAPHMEM_STORE_URL": "falkordb://127.0.0.1:7000/p"}
+        tmp_path / "store",
+        environ={"GRAPHMEM_STORE_URL": f"falkordb://127.0.0.1:{free_port()}/p"},
+        overrides={"lock_timeout": 0.5},
     )
-    with pytest.raises(StorageError, match="cannot serve a whole store yet"):
+    with pytest.raises(StorageError, match="cannot reach"):
         open_store_backend(settings)
-    assert not (tmp_path / "store").exists()
+    assert not engines.has_store(tmp_path / "store")
+
+
+def test_a_store_url_opens_that_graph_and_the_data_dir_is_this_process_s(
+    tmp_path: Path, falkordb_server: Server
+) -> None:
+    environ = {"GRAPHMEM_STORE_URL": falkordb_server.store_url("team")}
+    settings = load_settings(tmp_path / "node", environ=environ, overrides={"lock_timeout": 0.2})
+    store = open_store_backend(settings)
+    try:
+        assert store.engine_name == "falkordb" and store.home == tmp_path / "node"
+        store.migrate()
+        store.meta_set("probe", "seen")
+        with pytest.raises(StoreLocked):  # its search cache has one writer
+            open_store_backend(settings)
+    finally:
+        store.close()
+    again = open_store_backend(settings)  # free once closed; the graph kept what was written
+    try:
+        assert again.meta_get("probe") == "seen"
+        assert not engines.has_store(tmp_path / "node")
+    finally:
+        again.close()

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from graphmem.foreground import FOREGROUND, lower_priority
-from graphmem.jobs import Jobs
+from graphmem.jobs import EXCLUSIVE_WAIT, Jobs
 
 if TYPE_CHECKING:
     from graphmem.extractors import Extractor
@@ -105,8 +106,8 @@ class Extraction:
 
     def _run_chunks(self) -> None:
         try:
-            with self.store.background():
-                while items := self.store.documents.pending_chunks(BATCH):
+            with self.store.background(), self._exclusive() as mine:
+                while mine and (items := self.store.documents.pending_chunks(BATCH)):
                     self.indexer().index(items, chunks=True, pause=FOREGROUND.step_aside)
         except Exception:  # the chunks stay pending; the next run retries them
             log.exception("background extraction from document chunks failed")
@@ -115,12 +116,17 @@ class Extraction:
         """One batch, stepping aside for requests (graphmem/foreground.py): an owner that
         starts on a store of unextracted memories works through them while agents use it."""
         try:
-            with self.store.background():
-                items = self.store.entities.texts_for_extraction(memory_ids)
+            with self.store.background(), self._exclusive() as mine:
+                items = self.store.entities.texts_for_extraction(memory_ids) if mine else []
                 if items:
                     self.indexer().index(items, pause=FOREGROUND.step_aside)
         except Exception:  # the memories stay pending; the next start or a backfill retries
             log.exception("background extraction failed for %d memories", len(memory_ids))
+
+    def _exclusive(self) -> AbstractContextManager[bool]:
+        """One process extracts at a time, so that two nodes of a server store never extract
+        one memory at once: a batch read as pending under the lease is done once."""
+        return self.store.exclusive("extract", wait=EXCLUSIVE_WAIT)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until queued work is done; False when `timeout` ran out first."""

@@ -62,6 +62,20 @@ class EntityLog:
             self.changes[self.generation] = None
         self._described = []
 
+    def this_transaction(self) -> tuple[bool, tuple[Any, ...] | None]:
+        """Whether the open transaction changes the entity graph, and what it said it changes
+        (None: unknown): what a server store's commit tells the other nodes."""
+        described = self._described
+        return self._changed, tuple(described) if described is not None else None
+
+    def committed_elsewhere(self, changes: tuple[Any, ...] | None) -> None:
+        """Another process's commit changed the entity graph (a node of a server store), as
+        it said (`changes`, None: unknown)."""
+        self.begun += 1
+        self.changes[self.generation + 1] = changes
+        self.changes.pop(self.generation + 1 - KEPT, None)
+        self.generation += 1
+
     def rolled_back(self) -> None:
         self._changed, self._described = False, []
 

@@ -29,6 +29,7 @@ from graphmem.sessions.models import (
 )
 from graphmem.sessions.planner import STORED_AS, Neighbour, may_auto_apply, plan_statement
 from graphmem.sessions.statements import infer_mode, statement_kind, statements
+from graphmem.storage.protocols.transactions import transaction_reading_its_writes
 from graphmem.usage import unnoticed
 
 if TYPE_CHECKING:
@@ -80,8 +81,9 @@ class SessionOps(Service):
         cwd: str | None = None,
     ) -> SessionPlan:
         """Plan one action per statement of `summary`; unless `dry_run`, apply in one
-        transaction the actions the mode lets apply on their own (with `auto_apply_low_risk`)
-        and queue the rest as review items. The summary itself is kept as the session's memory."""
+        transaction (step by step on a server store) the actions the mode lets apply on their
+        own (with `auto_apply_low_risk`) and queue the rest as review items. The summary itself
+        is kept as the session's memory."""
         text = clean(summary or "")
         if not text:
             raise InvalidInput("the summary is empty")
@@ -109,7 +111,7 @@ class SessionOps(Service):
         )  # fmt: skip
         if dry_run:
             return plan
-        with self.store.transaction():
+        with transaction_reading_its_writes(self.store):
             self.store.sessions.upsert(
                 session, client=client, mode=chosen, context=context, service=service, cwd=cwd,
                 ended_at=utcnow(), summary_id=None,

@@ -70,18 +70,23 @@ class StewardSchedule:
                     continue
                 with self._lock:
                     self._session_closed_at = None
-                self.busy = True
-                # a run keeps to one core itself (steward_run), leaving the rest to requests
-                run = self._steward.steward_run("all", dry_run=False, actor="steward")
-                log.info(
-                    "steward (%s): %d found, %d applied, %d filed",
-                    reason, sum(run.found.values()), run.applied, run.filed,
-                )  # fmt: skip
-                moved = self._upkeep.sediment_cycle(dry_run=False, actor="steward")
-                log.info("sediment: %s", moved.counts or "nothing moved")
+                with self._steward.store.exclusive("steward") as mine:
+                    if mine:  # else another node of the store's server runs it now
+                        self._run(reason)
             except GraphmemError as exc:
                 log.warning("steward run failed: %s", exc.message)
             except Exception:  # a bug must not stop the schedule, nor the owner
                 log.exception("steward run failed")
             finally:
                 self.busy = False
+
+    def _run(self, reason: str) -> None:
+        self.busy = True
+        # a run keeps to one core itself (steward_run), leaving the rest to requests
+        run = self._steward.steward_run("all", dry_run=False, actor="steward")
+        log.info(
+            "steward (%s): %d found, %d applied, %d filed",
+            reason, sum(run.found.values()), run.applied, run.filed,
+        )  # fmt: skip
+        moved = self._upkeep.sediment_cycle(dry_run=False, actor="steward")
+        log.info("sediment: %s", moved.counts or "nothing moved")

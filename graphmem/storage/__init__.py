@@ -18,16 +18,17 @@ if TYPE_CHECKING:
 
 def open_store_backend(settings: Settings) -> Store:
     """The store at settings.home, opened with its own engine (settings.engine picks one for a
-    new store), waiting settings.lock_timeout s for another process; not migrated yet. A
-    `store_url` names a store on a FalkorDB server, which this version cannot open yet:
-    StorageError, rather than the embedded store in its place."""
+    new store), waiting settings.lock_timeout s for another process; not migrated yet. With a
+    `store_url`, the store is that graph on a FalkorDB server, and the data dir keeps this
+    node's settings, tokens and search cache."""
     if settings.store_url is not None:
-        from graphmem.errors import StorageError
+        from graphmem.storage.falkordb.store import FalkorStore
 
-        raise StorageError(
-            f"the FalkorDB engine cannot serve a whole store yet ({settings.store_url}); unset "
-            "store_url (GRAPHMEM_STORE_URL) to use the embedded store in the data dir",
-            store_url=str(settings.store_url),
+        return FalkorStore.open(
+            settings.store_url,
+            settings.home,
+            lock_timeout=settings.lock_timeout,
+            replicas=1 if settings.durability == "replicated" else 0,
         )
     return open_store_at(settings.home, lock_timeout=settings.lock_timeout, engine=settings.engine)
 

@@ -174,6 +174,13 @@ def test_store_keys_find_the_memory_they_stored_until_their_window_passes(
     }
     contract_store.memories.delete(memories[0].id)
     assert contract_store.memories.stored_by_keys(["key:retry-1"], now=now) == {}
+    # a key whose memory is gone is taken over by the next store under it
+    again = _memories(1, prefix="01AGAIN")
+    key = StoreKey("key:retry-1", "digest-c", None)
+    contract_store.memories.insert(again, _vectors(1, 5), SPACE, keys=[(key, again[0].id)])
+    assert contract_store.memories.stored_by_keys(["key:retry-1"], now=now) == {
+        "key:retry-1": (again[0].id, "digest-c")
+    }
 
 
 def test_a_rolled_back_transaction_leaves_nothing_in_the_store_or_the_search_state(
@@ -270,3 +277,10 @@ def test_a_callers_query_is_read_only_unless_asked(contract_store: Any) -> None:
     with pytest.raises(InvalidInput):
         contract_store.cypher("CREATE (:Memory {id: 'x'})", {}, write=False)
     assert contract_store.memories.count() == 2
+
+
+def test_exclusive_work_is_this_process_s_while_no_other_holds_it(contract_store: Any) -> None:
+    with contract_store.exclusive("extract") as mine:
+        assert mine
+    with contract_store.exclusive("extract") as mine:  # let go, and taken again
+        assert mine

@@ -34,6 +34,14 @@ def falkordb_server(tmp_path: Path) -> Iterator[Server]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def falkordb_shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One standalone server for a whole run, each test on a graph of its own: the feature
+    suites' stores when they run on FalkorDB (GRAPHMEM_TEST_ENGINE=falkordb)."""
+    with _servers().standalone(tmp_path_factory.mktemp("falkordb-shared")) as server:
+        yield server
+
+
 @pytest.fixture
 def falkordb_secured(tmp_path: Path) -> Iterator[Server]:
     """A standalone server whose only user is TEST_USER (the default user switched off)."""

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("falkordb", reason="needs the falkordb extra")
 
 from graphmem.embeddings.base import EmbeddingSpace
-from graphmem.errors import Conflict, StorageError
+from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.idempotency import StoreKey
 from graphmem.indexes.changes import (
     LayersSet,
@@ -30,14 +30,14 @@ from graphmem.indexes.changes import (
     VectorSetMade,
 )
 from graphmem.models import Memory, utcnow
-from graphmem.storage.falkordb import stream
+from graphmem.storage.falkordb import connection, follower, lease, stream
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.store import FalkorStore
 from graphmem.storage.falkordb.trim import MARKER_MARGIN, RETENTION, trim
 from graphmem.store_url import parse_store_url
 from graphmem.text import query_text
-from tests.servers.falkordb_servers import Cluster, Server
+from tests.servers.falkordb_servers import Cluster, Replicated, Server
 from tests.servers.fixtures import TEST_PASSWORD
 
 pytestmark = pytest.mark.filterwarnings("ignore:Call to '__init__' function:DeprecationWarning")
@@ -121,12 +121,11 @@ def test_a_write_of_one_node_is_read_by_another(node_a: FalkorStore, node_b: Fal
 
 
 def test_two_nodes_storing_under_one_key_cannot_both_win(
-    node_a: FalkorStore, node_b: FalkorStore, monkeypatch: pytest.MonkeyPatch
+    node_a: FalkorStore, node_b: FalkorStore
 ) -> None:
     key = StoreKey("key:retry", "digest", None)
     node_a.memories.insert([_memory(1)], _vector(1), SPACE, keys=[(key, _memory(1).id)])
-    # node b checked the key before node a's commit landed: it saw none
-    monkeypatch.setattr(node_b.memories, "_keys_there", lambda keys: set())
+    # node b's caller checked the key before node a's commit landed, and saw none
     with pytest.raises(Conflict):
         node_b.memories.insert([_memory(2)], _vector(2), SPACE, keys=[(key, _memory(2).id)])
     assert node_b.memories.stored_by_keys(["key:retry"], now=utcnow()) == {
@@ -282,6 +281,35 @@ def test_background_work_runs_on_the_one_node_holding_its_lease(
     assert a.acquire()
 
 
+def test_exclusive_work_runs_on_one_node_at_a_time_renewed_while_it_runs(
+    node_a: FalkorStore, node_b: FalkorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lease, "TTL_SECONDS", 0.3)  # renewed every 0.1 s
+    with node_a.exclusive("extract") as mine:
+        assert mine
+        time.sleep(0.8)  # well past its time to live: the holder renewed it
+        with node_b.exclusive("extract", wait=0.2) as theirs:
+            assert not theirs
+    with node_b.exclusive("extract") as theirs:  # let go at the end of a's block
+        assert theirs
+
+
+def test_a_node_trims_the_stream_once_it_takes_the_trim_lease(
+    falkordb_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(follower, "TRIM_EVERY_SECONDS", 0.2)
+    with falkordb_server.client() as client:  # an entry from long ago, past any retention
+        client.xadd("{project}:changes", stream.reset_entry(node="gone"), id="1000-0")
+    store = _open(falkordb_server, tmp_path / "a")
+    try:
+        with falkordb_server.client() as client:
+            _until(lambda: client.xlen("{project}:changes") == 0, within=5.0)
+            assert client.get("{project}:trimmed") == "1000-0"
+            assert client.get("{project}:lease:trim") == store.conn.node_id
+    finally:
+        store.close()
+
+
 def test_in_a_cluster_the_graph_its_stream_and_its_leases_share_a_shard(
     falkordb_cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -305,6 +333,9 @@ def test_in_a_cluster_the_graph_its_stream_and_its_leases_share_a_shard(
         assert falkordb_cluster.master_of(url.key("changes")) is shard
         with shard.client() as client:
             assert client.exists(url.graph_key, url.key("changes"), url.key("lease:steward")) == 3
+        with pytest.raises(InvalidInput, match="not available on a cluster"):
+            FalkorStore.open(url, tmp_path / "c", replicas=1)
+        FalkorStore.open(url, tmp_path / "c").close()  # the refusal let the data dir go
     finally:
         a.close()
         b.close()
@@ -380,3 +411,46 @@ def test_a_node_the_trimming_left_behind_reads_its_search_state_again(
         assert watching.poll() == 0 and watching.rebuilt == 1
     finally:
         other.close()
+
+
+def test_a_replicated_write_returns_once_the_replica_has_it_and_fails_loudly_when_none_does(
+    falkordb_replicated: Replicated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = parse_store_url(falkordb_replicated.primary.store_url("durable"))
+    store = FalkorStore.open(url, tmp_path / "node", replicas=1)
+    try:
+        store.migrate()
+        store.memories.insert([_memory(1)], _vector(1), SPACE)
+        on_replica = falkordb_replicated.replica.falkordb().select_graph("{durable}")
+        assert on_replica.ro_query("MATCH (m:Memory) RETURN m.id").result_set == [
+            [_memory(1).id]
+        ]  # read at once, no waiting: the write came back only once the replica had it
+        monkeypatch.setattr(connection, "WAIT_MS", 200)
+        falkordb_replicated.replica.kill()
+        with pytest.raises(StorageError, match="0 of 1 replicas confirmed") as raised:
+            store.memories.insert([_memory(2)], _vector(2), SPACE)
+        assert raised.value.fields["written"] is True
+        # in the store and in this node's search state, as the error says
+        assert store.memories.existing_ids([_memory(2).id]) == {_memory(2).id}
+        assert store.vectors.nearest(SPACE, _vector(2)[0], 1)[0][0] == _memory(2).id
+    finally:
+        store.close()
+
+
+def test_another_nodes_extraction_and_merge_reach_this_nodes_entity_index(
+    node_a: FalkorStore, node_b: FalkorStore
+) -> None:
+    from tests.contract.test_entities import _extract, _standard
+
+    ids = _standard(node_a)  # a extracts: Alice works on payments, Bob visited Berlin
+    assert node_b.entities.index().degrees(["alice"]) == {"alice": 2}
+    before = node_b.entities.index()
+    _extract(node_a, [ids[3]], {ids[3]: ["robert"]}, {}, entities=["robert"])
+    # b's index takes in what a's commit described, without reading the graph
+    _until(lambda: node_b.entities.fresh_index() is None)
+    assert node_b.entities.index().mentions_of([ids[3]]) == [(ids[3], "robert", "Robert")]
+    assert node_b.conn.entity_log.between(0, node_b.conn.entity_log.generation) is not None
+    assert node_b.entities.names(["robert"]) and before is not node_b.entities.index()
+    node_a.entities.merge("bob", ["robert"])  # not described: b reads the graph again
+    _until(lambda: node_b.entities.fresh_index() is None)
+    assert node_b.entities.resolve_known(["robert"]) == {"robert": "bob"}

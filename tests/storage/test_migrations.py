@@ -112,3 +112,34 @@ def test_a_store_with_a_newer_schema_is_refused_on_open(gm: GraphMemory, store_p
     # the refused open released the store: trying again gives the same answer, not "locked"
     with pytest.raises(SchemaError):
         open_store(store_path, embedder=HashEmbedder())
+
+
+def test_upgrading_relinks_sections_an_earlier_version_linked_to_another_document(
+    gm: GraphMemory, reopen: Callable[..., GraphMemory], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("alpha", "beta"):
+        (docs / f"{name}.md").write_text(f"# {name}\n\nthe {name} notes\n\n## usage\n\nrun it\n")
+    gm.index_documents([docs])
+    # the store as versions before 13 left it: beta's sections hang off alpha
+    gm.cypher(
+        "MATCH (b:Document)-[r:HAS_SECTION]->(s:Section), (a:Document) "
+        "WHERE b.path ENDS WITH 'beta.md' AND a.path ENDS WITH 'alpha.md' "
+        "DELETE r CREATE (a)-[:HAS_SECTION]->(s)",
+        write=True,
+    )
+    gm.cypher("MATCH (m:_Migration {version: 13}) DELETE m", write=True)
+    wrong = {
+        o["path"].rsplit("/", 1)[-1]: o["sections"] for o in gm.store.documents.overview(limit=9)
+    }
+    assert wrong == {"alpha.md": 4, "beta.md": 0}
+    gm.close()
+
+    again = reopen()
+
+    fixed = {
+        o["path"].rsplit("/", 1)[-1]: o["sections"] for o in again.store.documents.overview(limit=9)
+    }
+    assert fixed == {"alpha.md": 2, "beta.md": 2}
+    assert again.db_status().pending == []

@@ -21,6 +21,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -38,6 +39,7 @@ from graphmem.indexes.changes import Change, ChangeListener
 from graphmem.indexes.entity_index import EntityChange
 from graphmem.indexes.entity_log import EntityLog
 from graphmem.models import CypherResult, utcnow
+from graphmem.storage import locking
 from graphmem.storage.falkordb import stream
 from graphmem.storage.falkordb.values import micros, renamed, stored, stored_params
 from graphmem.store_url import StoreUrl
@@ -46,6 +48,7 @@ CONTENT_STAMP = "content_stamp"  # _Meta key, changed by every write to memory t
 STREAM_SUFFIX = "changes"
 STREAM_MAXLEN = 100_000  # entries kept at most (approximate); trimming by age is the lease's
 CONNECT_TIMEOUT = 5.0
+WAIT_MS = 5000  # how long a commit waits for its replicas (durability = "replicated")
 EMPTY_KEY = "empty key"  # what a read of a graph that does not exist yet answers
 _T = TypeVar("_T")
 
@@ -71,9 +74,13 @@ def _header(params: dict[str, Any]) -> str:
 class FalkorConnection:
     """One graph of one server; every method is safe to call from several threads."""
 
-    def __init__(self, url: StoreUrl, home: Path, db: FalkorDB) -> None:
+    def __init__(
+        self, url: StoreUrl, home: Path, db: FalkorDB, open_lock: int, *, replicas: int = 0
+    ) -> None:
         self.url = url
         self.home = home
+        self.replicas = replicas  # a commit is acknowledged once this many replicas have it
+        self._open_lock = open_lock  # the data dir's (graphmem.storage.locking), till close
         self.node_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._db: FalkorDB | None = db
         self._graph = db.select_graph(url.graph_key)
@@ -87,9 +94,29 @@ class FalkorConnection:
         self._labels: frozenset[str] | None = None
 
     @classmethod
-    def open(cls, url: StoreUrl, home: Path) -> FalkorConnection:
+    def open(
+        cls, url: StoreUrl, home: Path, *, lock_timeout: float = 5.0, replicas: int = 0
+    ) -> FalkorConnection:
         """Connect and check that the server answers and has FalkorDB; StorageError naming the
-        address (never the password) otherwise."""
+        address (never the password) otherwise. The data dir is this process's while open, as
+        an embedded store's is: its search cache has one writer, and the owner process model
+        (one process serves a data dir, the others reach it through that one) holds as is."""
+        open_lock = locking.take_open_lock(home, time.monotonic() + lock_timeout)
+        try:
+            db = cls._connect(url)
+            if replicas and isinstance(db.connection, RedisCluster):
+                db.connection.close()
+                raise InvalidInput(
+                    "durability = replicated is not available on a cluster yet", store=str(url)
+                )
+        except BaseException:
+            os.close(open_lock)
+            raise
+        locking.write_holder(home)
+        return cls(url, home, db, open_lock, replicas=replicas)
+
+    @staticmethod
+    def _connect(url: StoreUrl) -> FalkorDB:
         try:
             db = FalkorDB(
                 host=url.host, port=url.port, username=url.username, password=url.password,
@@ -105,14 +132,17 @@ class FalkorConnection:
             raise StorageError(f"cannot reach {url}: {exc}", store=str(url)) from None
         names = {str(_field(m, "name")).lower() for m in modules or []}
         if "graph" not in names:
+            db.connection.close()
             raise StorageError(f"{url} answers but has no FalkorDB module loaded", store=str(url))
-        return cls(url, home, db)
+        return db
 
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
                 self._db.connection.close()
                 self._db = None
+                locking.forget_holder(self.home)
+                os.close(self._open_lock)  # only now may another process serve the data dir
 
     @property
     def closed(self) -> bool:
@@ -215,11 +245,12 @@ class FalkorConnection:
                 yield
                 return
             txn = self._txn = _Transaction(threading.get_ident())
+            confirmed = self.replicas
             try:
                 yield
                 if txn.statements or txn.changes:
                     self.entity_log.statement(commits=True)
-                    self._commit(txn)
+                    confirmed = self._commit(txn)
             except BaseException:
                 self._txn = None
                 self.entity_log.rolled_back()
@@ -234,12 +265,22 @@ class FalkorConnection:
                 self.entity_log.committed()
             for callback in txn.after:
                 callback()
+            if confirmed < self.replicas:  # committed, and this node's state knows it
+                raise StorageError(
+                    f"the write is on the primary of {self.url}, but {confirmed} of "
+                    f"{self.replicas} replicas confirmed it within {WAIT_MS} ms: it is lost "
+                    "if the primary fails before they have it",
+                    written=True, confirmed=confirmed, replicas=self.replicas,
+                )  # fmt: skip
 
-    def _commit(self, txn: _Transaction) -> None:
+    def _commit(self, txn: _Transaction) -> int:
+        """Send the transaction; returns how many replicas confirmed it (WAIT, when the store
+        asks for replicas: on the same connection as the write, which is what WAIT counts)."""
         parts, params = [], {}
         statements = list(txn.statements)
         entry: dict[str, bytes] | None = None
-        if txn.changes:
+        entity_graph = self.entity_log.this_transaction()
+        if txn.changes or entity_graph[0]:  # the other nodes learn of it
             marker = uuid.uuid4().hex
             if txn.stamps:
                 statements.append(
@@ -251,7 +292,9 @@ class FalkorConnection:
             statements.append(
                 ("CREATE (:_Txn {id: $id, at: $at})", {"id": marker, "at": micros(utcnow())})
             )
-            entry = stream.encode(txn.changes, txn=marker, node=self.node_id)
+            entry = stream.encode(
+                txn.changes, txn=marker, node=self.node_id, entity_graph=entity_graph
+            )
         for n, (statement, values) in enumerate(statements):
             if n:
                 parts.append(f"WITH count(*) AS _{n - 1}")
@@ -261,15 +304,23 @@ class FalkorConnection:
         command = _header(params) + " ".join(parts)
         try:
             client: Any = self.client  # redis-py's command methods are untyped
-            if entry is None:
-                client.execute_command("GRAPH.QUERY", self.url.graph_key, command, "--compact")
-                return
-            pipe: Any = client.pipeline(transaction=True)
+            cluster = isinstance(client, RedisCluster)  # routes a MULTI/EXEC by its key's slot
+            pipe: Any = client.pipeline(transaction=cluster)
+            if not cluster:  # MULTI/EXEC by hand, so that a WAIT follows on the connection
+                pipe.execute_command("MULTI")
             pipe.execute_command("GRAPH.QUERY", self.url.graph_key, command, "--compact")
-            pipe.xadd(self.stream_key, entry, maxlen=STREAM_MAXLEN, approximate=True)
-            written, _appended = pipe.execute(raise_on_error=False)
-            if isinstance(written, Exception):
-                raise written
+            if entry is not None:
+                pipe.xadd(self.stream_key, entry, maxlen=STREAM_MAXLEN, approximate=True)
+            if not cluster:
+                pipe.execute_command("EXEC")
+                if self.replicas:
+                    pipe.execute_command("WAIT", self.replicas, WAIT_MS)
+            replies = pipe.execute(raise_on_error=False)
+            done = replies[-2] if self.replicas else replies[-1]  # EXEC's: one per command
+            for reply in (*replies, *(done if isinstance(done, list) else ())):
+                if isinstance(reply, Exception):
+                    raise reply
+            return int(replies[-1]) if self.replicas else 0
         except redis.ResponseError as exc:
             if "unique constraint violation" in str(exc):
                 raise Conflict(f"the commit met another node's write: {exc}") from exc

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import redis
@@ -24,12 +25,14 @@ import redis
 from graphmem.indexes.changes import ChangeListener
 from graphmem.storage.falkordb import stream
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.stream import RESET
-from graphmem.storage.falkordb.trim import TRIMMED_SUFFIX
+from graphmem.storage.falkordb.trim import TRIMMED_SUFFIX, trim
 
 BLOCK_MS = 500  # an XREAD waits this long for an entry before it looks at `stop` again
 BATCH = 256  # entries read at once
 RETRY_SECONDS = 1.0  # after the server failed a read
+TRIM_EVERY_SECONDS = 60.0  # how often a node tries to take the `trim` lease and trim
 
 log = logging.getLogger("graphmem.storage")
 
@@ -60,9 +63,14 @@ class ChangeFollower:
         self._client.close()
 
     def _run(self) -> None:
+        next_trim = time.monotonic() + TRIM_EVERY_SECONDS
         while not self._stop.is_set():
             try:
                 self.poll(block_ms=BLOCK_MS)
+                if time.monotonic() >= next_trim:  # once per store: the `trim` lease's node
+                    next_trim = time.monotonic() + TRIM_EVERY_SECONDS
+                    if Lease(self.conn, "trim", ttl=TRIM_EVERY_SECONDS).acquire():
+                        trim(self.conn)
             except (redis.RedisError, OSError) as exc:
                 if self._stop.is_set() or self.conn.closed:
                     return
@@ -82,18 +90,23 @@ class ChangeFollower:
         entries = [(_text(i), fields) for _key, batch in found or [] for i, fields in batch]
         if not entries:
             return 0
-        decoded = [(entry_id, *stream.decode(fields)) for entry_id, fields in entries]
+        decoded = [
+            (entry_id, *stream.decode(fields), stream.entity_part(fields))
+            for entry_id, fields in entries
+        ]
         theirs = [d for d in decoded if d[2] != self.conn.node_id]
-        landed = self._landed([txn for _id, txn, _node, _changes in theirs if txn != RESET])
+        landed = self._landed([d[1] for d in theirs if d[1] != RESET])
         applied = 0
         with self.conn.writer_paused():
-            for _entry_id, txn, _node, changes in theirs:
+            for _entry_id, txn, _node, changes, (entity_graph, said) in theirs:
+                if txn != RESET and txn not in landed:
+                    self.skipped += 1
+                    continue
+                if entity_graph:  # the entity index takes it in, or reads the graph again
+                    self.conn.entity_log.committed_elsewhere(said)
                 if txn == RESET:  # a caller's query wrote: anything may have changed
                     self.listener.discard()
                     applied += 1
-                    continue
-                if txn not in landed:
-                    self.skipped += 1
                     continue
                 for change in changes:
                     self.listener.changed(change)

@@ -12,11 +12,16 @@ repeats work, never loses it.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from graphmem.storage.falkordb.connection import FalkorConnection
 
 TTL_SECONDS = 30.0
+RETRY_SECONDS = 0.5  # how often a node waiting for a lease tries again
 _RENEW = (
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
@@ -54,3 +59,32 @@ class Lease:
     def holder(self) -> str | None:
         found = self._client.get(self.key)
         return str(found) if found is not None else None
+
+    @contextmanager
+    def holding(self, *, wait: float = 0.0) -> Iterator[bool]:
+        """Hold the lease for the block, renewed every third of its time to live, released at
+        its end; yields False (holding nothing) when another node kept it for `wait` s."""
+        deadline = time.monotonic() + wait
+        while not self.acquire():
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(RETRY_SECONDS)
+        done = threading.Event()
+
+        def renew() -> None:
+            while not done.wait(self.ttl_ms / 3000):
+                try:
+                    self.renew()
+                except Exception:  # the server is away: the lease may lapse, work repeats
+                    continue
+
+        renewer = threading.Thread(target=renew, name="graphmem-lease", daemon=True)
+        renewer.start()
+        try:
+            yield True
+        finally:
+            done.set()
+            renewer.join()
+            if not self.conn.closed:
+                self.release()

@@ -5,9 +5,6 @@ A transaction here is one query sent at its end (graphmem.storage.falkordb.conne
 a write must know of the store is read before it buffers anything, and what must still hold
 when it lands is the server's to check: a memory's id and a store key are unique, so a commit
 that meets another node's write of the same fails whole (Conflict).
-
-Not yet on this engine: a deletion does not yet forget the entities and facts only that memory
-stated (the entity graph is not written here yet).
 """
 
 from __future__ import annotations
@@ -29,6 +26,7 @@ from graphmem.indexes.search_state import SearchState
 from graphmem.models import Memory, MemoryFilter, MemoryPage, StoreStats, stored_time
 from graphmem.storage.falkordb import schema
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.graph_writes import forget_extraction
 from graphmem.storage.falkordb.memory_rows import (
     RETURN_MEMORY,
     SET_FIELDS,
@@ -73,7 +71,8 @@ class FalkorMemories:
         deferred_passages: Sequence[str] = (),
     ) -> int:
         """One query: the rows, their vectors and passages, the store keys and the waiting
-        work. A key another node stored meanwhile fails the whole commit (Conflict)."""
+        work. A key in force that another node stored meanwhile fails the whole commit
+        (Conflict)."""
         if not memories:
             return 0
         rows = [memory_to_row(m) for m in memories]
@@ -85,7 +84,6 @@ class FalkorMemories:
         self.vectors.ensure_space(space)
         if passages is not None and len(passages[0]):
             self.vectors.ensure_set(passage_table_for(space), space.dim)
-        taken = self._keys_there([k.key for k, _ in keys]) if keys else set()
         columns = ("id", *SET_FIELDS, "layer")
         assignments = ", ".join(f"{f}: r.{f}" for f in columns)
         with self.conn.transaction():
@@ -97,45 +95,36 @@ class FalkorMemories:
             if passages is not None:
                 self.vectors.put_passages(space, *passages)
             if keys:
-                self._put_store_keys(keys, taken, at=at)
+                self._put_store_keys(keys, at=at)
             self.pending.put(EXTRACT, ids, at=at)
             self.pending.put(PASSAGES, deferred_passages, at=at)
             self.conn.emit(MemoriesWritten(rows, [r["search_text"] for r in rows]))
         return len(memories)
 
-    def _keys_there(self, keys: Sequence[str]) -> set[str]:
-        rows = self.conn.read(
-            "UNWIND $k AS k MATCH (s:StoreKey {key: k}) RETURN s.key", {"k": list(keys)}
-        )
-        return {row[0] for row in rows}
-
-    def _put_store_keys(
-        self, keys: Sequence[tuple[StoreKey, str]], taken: set[str], *, at: datetime
-    ) -> None:
-        """A key there before (its memory gone, or its window passed: the caller checked) is
-        taken over; any other is CREATEd, so that two nodes storing under one key at once
-        cannot both succeed. Keys past their window are dropped while we are at it."""
+    def _put_store_keys(self, keys: Sequence[tuple[StoreKey, str]], *, at: datetime) -> None:
+        """Keys past their window, and these keys where their memory is gone, are dropped;
+        then every key is CREATEd, so that a key still in force (another node stored under
+        it since the caller read it) fails the whole commit on the unique constraint."""
         self.conn.write(
             "MATCH (s:StoreKey) WHERE s.expires_at IS NOT NULL AND s.expires_at <= $at DELETE s",
             {"at": at},
         )
-        rows = [
-            {"k": k.key, "m": memory_id, "d": k.digest, "e": k.expires_at} for k, memory_id in keys
-        ]
-        over = [r for r in rows if r["k"] in taken]
-        new = [r for r in rows if r["k"] not in taken]
-        if over:
-            self.conn.write(
-                "UNWIND $rows AS r MERGE (s:StoreKey {key: r.k}) "
-                "SET s.memory_id = r.m, s.digest = r.d, s.at = $at, s.expires_at = r.e",
-                {"rows": over, "at": at},
-            )
-        if new:
-            self.conn.write(
-                "UNWIND $rows AS r CREATE (:StoreKey {key: r.k, memory_id: r.m, digest: r.d, "
-                "at: $at, expires_at: r.e})",
-                {"rows": new, "at": at},
-            )
+        self.conn.write(
+            "UNWIND $k AS k MATCH (s:StoreKey {key: k}) "
+            "OPTIONAL MATCH (m:Memory {id: s.memory_id}) WITH s, m WHERE m IS NULL DELETE s",
+            {"k": [k.key for k, _ in keys]},
+        )
+        self.conn.write(
+            "UNWIND $rows AS r CREATE (:StoreKey {key: r.k, memory_id: r.m, digest: r.d, "
+            "at: $at, expires_at: r.e})",
+            {
+                "rows": [
+                    {"k": k.key, "m": memory_id, "d": k.digest, "e": k.expires_at}
+                    for k, memory_id in keys
+                ],
+                "at": at,
+            },
+        )
 
     def update(
         self,
@@ -168,11 +157,13 @@ class FalkorMemories:
             self.conn.emit(MemoriesWritten([row], [row["search_text"]]))
 
     def delete(self, memory_id: str) -> None:
-        """The memory with its edges (FalkorDB's DELETE takes them), vectors and waiting work."""
+        """The memory with its edges (FalkorDB's DELETE takes them), vectors and waiting work,
+        and the facts only it stated."""
         if not self.existing_ids([memory_id]):
             raise NotFound(f"no memory with id {memory_id!r}", id=memory_id)
         self.vectors.vector_sets()  # which sets to delete from, read before the writes
         with self.conn.transaction():
+            forget_extraction(self.conn, [memory_id])
             self.conn.write(
                 "MATCH (m:Memory {id: $id}) DELETE m", {"id": memory_id}, entity_graph=True
             )

@@ -2,8 +2,7 @@
 search_state.SearchSource), in FalkorDB's dialect. A node reads them at start (or loads its
 search cache) and then follows the change stream.
 
-Not yet on this engine: the entity graph and the documents' rows (their repositories are not
-written yet); asking for them raises NotImplementedError."""
+Every scan is here: the memories', the documents' and the entity graph's."""
 
 from __future__ import annotations
 
@@ -65,9 +64,43 @@ class FalkorScans:
         )
 
     def entity_graph(self) -> tuple[pa.Table, ...]:
-        raise NotImplementedError("the entity graph is not yet implemented on FalkorDB")
+        """The six scans of graphmem.indexes.entity_index.EntityIndex, as string tables (typed:
+        an empty graph gives empty columns of the right width)."""
+        return tuple(
+            self._strings(query, width)
+            for query, width in (
+                ("MATCH (m:Memory)-[:MENTIONS]->(e:Entity) RETURN m.id, e.id", 2),
+                ("MATCH (e:Entity) RETURN e.id, e.name, e.label", 3),
+                (
+                    "MATCH (s:Entity)<-[:SUBJECT]-(f:Fact)-[:OBJECT]->(o:Entity) "
+                    "RETURN s.id, f.predicate, o.id, f.id",
+                    4,
+                ),
+                ("MATCH (n:Memory)-[:SUPERSEDES]->(o:Memory) RETURN n.id, o.id", 2),
+                ("MATCH (f:Fact)-[:EXTRACTED_FROM]->(m:Memory) RETURN f.id, m.id", 2),
+                ("MATCH (a:EntityAlias) RETURN a.norm, a.entity", 2),
+            )
+        )
+
+    def _strings(self, query: str, width: int) -> pa.Table:
+        rows = self.conn.read(query)
+        return pa.table(
+            {f"c{i}": pa.array([r[i] for r in rows], pa.string()) for i in range(width)}
+        )
 
     def document_rows(
         self,
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        raise NotImplementedError("documents are not yet implemented on FalkorDB")
+        docs = self.conn.read(
+            "MATCH (d:Document) WHERE d.indexed_sha IS NOT NULL "
+            "RETURN d.uid, d.path, d.root, d.rel, d.title, d.source_type"
+        )
+        sections = self.conn.read(
+            "MATCH (s:Section) RETURN s.key, s.doc, s.section_key, s.title, s.level, "
+            "s.breadcrumb, s.ord, s.start_line, s.end_line"
+        )
+        chunks = self.conn.read(
+            "MATCH (c:Chunk) RETURN c.id, c.doc, c.section, c.ord, c.text, c.start_line, "
+            "c.end_line, c.search_text"
+        )
+        return [tuple(r) for r in docs], [tuple(r) for r in sections], [tuple(r) for r in chunks]

@@ -4,11 +4,10 @@ settings, tokens and the search cache; the graph keeps the memories.
 
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
 schema and its migrations, the caller's Cypher, the scans the search state is built from and
-the follower of the change stream that keeps it in step with the other nodes, knowledge
-(versions, merges, dead ends, citations) and sessions with their review items are here.
-Entities, documents, the steward, copying between engines and backups are not yet: their
-properties raise NotImplementedError, so nothing reaches them by mistake, and
-`graphmem.storage.open_store_backend` does not open this store yet.
+the follower of the change stream that keeps it in step with the other nodes, the steward's
+records and reads, documents, the entity graph, knowledge (versions, merges, dead ends,
+citations), sessions with their review items, copying a store table by table between engines
+and backups are here.
 """
 
 from __future__ import annotations
@@ -16,35 +15,40 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 from graphmem.indexes.changes import Change
 from graphmem.indexes.search_state import SearchSource, SearchState
 from graphmem.models import BackupInfo, CypherResult, DbStatus, MigrationInfo
-from graphmem.storage.falkordb import schema
+from graphmem.storage.falkordb import backup, schema
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.documents import FalkorDocuments
+from graphmem.storage.falkordb.entities import FalkorEntities
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.knowledge import FalkorKnowledge
+from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
 from graphmem.storage.falkordb.sessions import FalkorSessions
+from graphmem.storage.falkordb.steward import FalkorSteward
+from graphmem.storage.falkordb.tables import FalkorTables
 from graphmem.storage.falkordb.vectors import FalkorVectors
 from graphmem.storage.protocols import (
+    Documents,
+    Entities,
     Knowledge,
     Memories,
     Pending,
     Sessions,
+    Steward,
+    Tables,
     Transactions,
     Vectors,
 )
 from graphmem.store_url import StoreUrl
 
 _T = TypeVar("_T")
-
-
-def _not_yet(what: str) -> NoReturn:
-    raise NotImplementedError(f"{what} is not yet implemented on the FalkorDB engine")
 
 
 class FalkorStore:
@@ -59,47 +63,49 @@ class FalkorStore:
         self.pending = FalkorPending(conn)
         self.vectors = FalkorVectors(conn, self.search)
         self.memories = FalkorMemories(conn, self.search, self.vectors, self.pending)
+        self.steward = FalkorSteward(conn)
+        self.documents = FalkorDocuments(conn, self.search, self.vectors, self.pending)
+        self.entities = FalkorEntities(conn, self.search, self.memories, self.pending)
+        self.tables = FalkorTables(conn, self.vectors, self.search)
         self.knowledge = FalkorKnowledge(conn, self.memories)
         self.sessions = FalkorSessions(conn)
-        # mypy holds each repository written so far to its protocol
+        # mypy holds each repository to its protocol
         _checked: tuple[
-            Memories, Vectors, Pending, Knowledge, Sessions, SearchSource, Transactions
+            Memories, Vectors, Pending, Steward, Documents, Entities, Tables, Knowledge,
+            Sessions, SearchSource, Transactions,
         ] = (
-            self.memories, self.vectors, self.pending, self.knowledge, self.sessions,
-            self.scans, self,
+            self.memories, self.vectors, self.pending, self.steward, self.documents,
+            self.entities, self.tables, self.knowledge, self.sessions, self.scans, self,
         )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
 
     @classmethod
-    def open(cls, url: StoreUrl, home: Path, *, follow: bool = True) -> FalkorStore:
-        """Connect to the graph `url` names, the search cache in `home`; not migrated yet.
-        `follow`: keep the search state in step with the other nodes' writes (a thread)."""
+    def open(
+        cls,
+        url: StoreUrl,
+        home: Path,
+        *,
+        follow: bool = True,
+        lock_timeout: float = 5.0,
+        replicas: int = 0,
+    ) -> FalkorStore:
+        """Connect to the graph `url` names, the search cache in `home` (this process's while
+        open: StoreLocked after `lock_timeout` s); not migrated yet. `follow`: keep the search
+        state in step with the other nodes' writes (a thread). `replicas`: a commit returns
+        once that many replicas have it (StorageError, written, when they do not in time)."""
         home.mkdir(parents=True, exist_ok=True)
-        return cls(FalkorConnection.open(url, home), follow=follow)
-
-    # -- not yet on this engine ---------------------------------------------------------------
-
-    @property
-    def entities(self) -> NoReturn:
-        _not_yet("the entity graph")
-
-    @property
-    def documents(self) -> NoReturn:
-        _not_yet("documents")
-
-    @property
-    def steward(self) -> NoReturn:
-        _not_yet("the steward")
-
-    @property
-    def tables(self) -> NoReturn:
-        _not_yet("copying a store between engines")
-
-    def backup(self, dest: Path) -> BackupInfo:
-        _not_yet("backup")
+        conn = FalkorConnection.open(url, home, lock_timeout=lock_timeout, replicas=replicas)
+        try:
+            return cls(conn, follow=follow)
+        except BaseException:
+            conn.close()
+            raise
 
     # -- the store as a whole -----------------------------------------------------------------
+
+    def backup(self, dest: Path) -> BackupInfo:
+        return backup.take_backup(self, dest)
 
     @property
     def home(self) -> Path:
@@ -140,6 +146,10 @@ class FalkorStore:
     # -- transactions -------------------------------------------------------------------------
 
     @property
+    def reads_own_writes(self) -> bool:
+        return False
+
+    @property
     def write_generation(self) -> int:
         return self.conn.write_generation
 
@@ -165,6 +175,9 @@ class FalkorStore:
 
     def writer_paused(self) -> AbstractContextManager[None]:
         return self.conn.writer_paused()
+
+    def exclusive(self, work: str, *, wait: float = 0.0) -> AbstractContextManager[bool]:
+        return Lease(self.conn, work).holding(wait=wait)
 
     def checkpoint(self) -> None:
         self.conn.checkpoint()

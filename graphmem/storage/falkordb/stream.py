@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,9 @@ import numpy as np
 
 from graphmem.indexes.changes import (
     Change,
+    DocumentMoved,
+    DocumentRemoved,
+    DocumentWritten,
     LayersSet,
     MemoriesChanged,
     MemoriesDeleted,
@@ -33,6 +37,8 @@ from graphmem.indexes.changes import (
     VectorsDeleted,
     VectorSetMade,
 )
+from graphmem.indexes.doc_index import ChunkInfo, DocInfo, SectionInfo
+from graphmem.indexes.entity_index import EntityChange
 
 _TIME = "$t"  # {"$t": iso} in a row: a datetime (the columns hold naive UTC)
 RESET = ""  # the txn of an entry that says "anything may have changed" (a caller's Cypher)
@@ -63,9 +69,20 @@ def _texts(texts: Any) -> list[str]:
     return texts.to_pylist() if hasattr(texts, "to_pylist") else [str(t) for t in texts]
 
 
-def encode(changes: Iterable[Change], *, txn: str, node: str) -> dict[str, bytes]:
-    """The stream entry of a commit's events."""
+def encode(
+    changes: Iterable[Change],
+    *,
+    txn: str,
+    node: str,
+    entity_graph: tuple[bool, Sequence[EntityChange] | None] = (False, None),
+) -> dict[str, bytes]:
+    """The stream entry of a commit's events; `entity_graph`: whether it changed the entity
+    graph, and what it said it changed there (None: unknown), in an `entities` field."""
     fields: dict[str, bytes] = {"txn": txn.encode(), "node": node.encode()}
+    changed, described = entity_graph
+    if changed:
+        said_there = None if described is None else [asdict(c) for c in described]
+        fields["entities"] = json.dumps(said_there, ensure_ascii=False).encode()
     said: list[dict[str, Any]] = []
     for change in changes:
         if isinstance(change, MemoriesWritten):
@@ -92,6 +109,19 @@ def encode(changes: Iterable[Change], *, txn: str, node: str) -> dict[str, bytes
             )
         elif isinstance(change, VectorSetMade):
             said.append({"e": "vector_set_made", "set": change.vector_set})
+        elif isinstance(change, DocumentWritten):
+            said.append(
+                {
+                    "e": "document_written", "doc": asdict(change.doc),
+                    "sections": [asdict(s) for s in change.sections],
+                    "chunks": [asdict(c) for c in change.chunks],
+                    "texts": _texts(change.search_texts),
+                }
+            )  # fmt: skip
+        elif isinstance(change, DocumentMoved):
+            said.append({"e": "document_moved", "doc": asdict(change.doc)})
+        elif isinstance(change, DocumentRemoved):
+            said.append({"e": "document_removed", "uid": change.uid})
         else:
             raise NotImplementedError(
                 f"the FalkorDB engine does not stream {type(change).__name__} events yet"
@@ -127,6 +157,39 @@ def decode(entry: Mapping[Any, bytes]) -> tuple[str, str, list[Change]]:
             changes.append(VectorsDeleted(said["set"], frozenset(said["ids"])))
         elif kind == "vector_set_made":
             changes.append(VectorSetMade(said["set"]))
+        elif kind == "document_written":
+            sections = [
+                SectionInfo(**{**s, "breadcrumb": tuple(s["breadcrumb"])}) for s in said["sections"]
+            ]
+            chunks = [ChunkInfo(**c) for c in said["chunks"]]
+            changes.append(DocumentWritten(DocInfo(**said["doc"]), sections, chunks, said["texts"]))
+        elif kind == "document_moved":
+            changes.append(DocumentMoved(DocInfo(**said["doc"])))
+        elif kind == "document_removed":
+            changes.append(DocumentRemoved(said["uid"]))
         else:
             raise ValueError(f"unknown change {kind!r} in stream entry {txn}")
     return txn, node, changes
+
+
+def entity_part(entry: Mapping[Any, bytes]) -> tuple[bool, tuple[EntityChange, ...] | None]:
+    """Whether the entry's commit changed the entity graph, and what it said it changed there
+    (None: unknown; a caller's Cypher, a reset, may have changed it too)."""
+    fields = {k.decode() if isinstance(k, bytes) else k: v for k, v in entry.items()}
+    if fields["txn"].decode() == RESET:
+        return True, None
+    if "entities" not in fields:
+        return False, None
+    said = json.loads(fields["entities"])
+    if said is None:
+        return True, None
+    return True, tuple(
+        EntityChange(
+            entities=[tuple(e) for e in c["entities"]],
+            aliases=c["aliases"],
+            mentions=[tuple(m) for m in c["mentions"]],
+            facts=[tuple(f) for f in c["facts"]],
+            sources=[tuple(x) for x in c["sources"]],
+        )
+        for c in said
+    )

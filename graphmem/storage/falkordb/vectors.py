@@ -20,6 +20,7 @@ from graphmem.indexes.changes import VectorsAdded, VectorsDeleted, VectorSetMade
 from graphmem.indexes.row_ids import RowIds
 from graphmem.indexes.search_state import SearchState
 from graphmem.indexes.vectors import (
+    CHUNK_PREFIX,
     PASSAGE_PREFIX,
     VEC_PREFIX,
     Matrix,
@@ -41,6 +42,10 @@ def table_for(space: EmbeddingSpace) -> str:
 
 def passage_table_for(space: EmbeddingSpace) -> str:
     return PASSAGE_PREFIX + space.name
+
+
+def chunk_table_for(space: EmbeddingSpace) -> str:
+    return CHUNK_PREFIX + space.name
 
 
 class FalkorVectors:

@@ -10,16 +10,13 @@ without a line here changing.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphmem.storage.kuzu.connection import KuzuConnection
-from graphmem.storage.protocols.tables import Column, Digest, TableSpec
+from graphmem.storage.protocols.tables import Column, Digest, TableSpec, digest
 
 
 def table_specs(store: KuzuConnection) -> list[TableSpec]:
@@ -89,36 +86,6 @@ def load_table(store: KuzuConnection, spec: TableSpec, folder: Path) -> None:
 
 def stored_digest(store: KuzuConnection, spec: TableSpec) -> Digest:
     return digest(spec, _rows(store, spec))
-
-
-def digest(spec: TableSpec, tables: list[pa.Table]) -> Digest:
-    """Rows and a hash of the table's content that does not depend on row order, chunking or
-    the engine: node rows in key order, each column in a canonical form (vectors as their
-    float32 bytes); rel rows as sorted JSON lines."""
-    hasher = hashlib.sha256()
-    rows = 0
-    for table in tables:
-        rows += table.num_rows
-        if spec.kind == "NODE":
-            table = table.sort_by(spec.primary_key or table.column_names[0]).combine_chunks()
-            for name in table.column_names:
-                hasher.update(name.encode() + b"\0")
-                hasher.update(_column_bytes(table.column(name)))
-        else:
-            lines = sorted(
-                json.dumps(row, default=str, sort_keys=True) for row in table.to_pylist()
-            )
-            hasher.update("\n".join(lines).encode())
-    return Digest(rows, hasher.hexdigest())
-
-
-def _column_bytes(column: pa.ChunkedArray) -> bytes:
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    valid = np.asarray(array.is_valid()).tobytes()
-    if pa.types.is_fixed_size_list(array.type):
-        values = array.flatten().to_numpy(zero_copy_only=False)
-        return valid + np.ascontiguousarray(values).tobytes()
-    return valid + json.dumps(array.to_pylist(), default=str).encode()
 
 
 def _ddl(spec: TableSpec) -> str:

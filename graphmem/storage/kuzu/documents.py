@@ -36,6 +36,7 @@ from graphmem.storage.protocols.entities import EntityRow, Mention
 from graphmem.storage.protocols.pending import CHUNK_EXTRACT
 
 # the fields of the console's rows (graphmem.documents.models)
+CHAIN_HOPS = 30  # how far a supersession chain is followed from the document asked for
 _SUMMARY = ("path", "title", "source_type", "sections")
 _SECTION = ("section_key", "title", "level", "start_line", "end_line")
 _CITATION = ("memory_id", "title", "content", "lifecycle", "section")
@@ -122,7 +123,7 @@ class KuzuDocuments:
             )
             self._drop_structure(uids)
             self._insert_sections(
-                uids,
+                {w.doc.uid: w.doc.path for w in writes},
                 [s for w in writes for s in w.sections],
                 {k: v for w in writes for k, v in w.parents.items()},
             )
@@ -155,8 +156,9 @@ class KuzuDocuments:
         )
 
     def _insert_sections(
-        self, uids: Sequence[str], sections: Sequence[SectionInfo], parents: dict[str, str]
+        self, paths: dict[str, str], sections: Sequence[SectionInfo], parents: dict[str, str]
     ) -> None:
+        """`paths`: each written document's path (its key) by its uid."""
         if not sections:
             return
         table = pa.table(
@@ -176,10 +178,13 @@ class KuzuDocuments:
         )
         fields = ", ".join(f"{name}: {name}" for name in table.column_names)
         self.conn.query_result(f"LOAD FROM $t CREATE (:Section {{{fields}}})", {"t": table})
+        # both ends by their keys: `d.uid IN $u` joined to the sections matched a Document
+        # other than the one this transaction wrote (Kùzu 0.11.3), so a document written after
+        # others had its sections linked to one of those
         self.conn.execute(
-            "MATCH (d:Document), (s:Section) WHERE d.uid IN $u AND s.doc = d.uid "
+            "UNWIND $rows AS r MATCH (s:Section {key: r.key}), (d:Document {path: r.path}) "
             "CREATE (d)-[:HAS_SECTION]->(s)",
-            {"u": list(uids)},
+            {"rows": [{"key": s.key, "path": paths[s.doc]} for s in sections]},
         )
         pairs = [{"c": child, "p": parent} for child, parent in parents.items()]
         if pairs:
@@ -298,12 +303,20 @@ class KuzuDocuments:
     def chain(self, path: str) -> list[tuple[str, str, str, str | None]]:
         """(path, rel, title, the rel of what superseded it) of every document linked to `path`
         by SUPERSEDES, itself included, in no particular order."""
-        rows = self.conn.read(
-            "MATCH (a:Document {path: $p})-[:SUPERSEDES*1..30]-(d:Document) RETURN DISTINCT d.path "
-            "UNION MATCH (d:Document {path: $p}) RETURN d.path",
-            {"p": path},
-        )
-        found = [r[0] for r in rows]
+        # one hop at a time: Kùzu's `SUPERSEDES*1..30` in both directions enumerates every path
+        # (11 s for a chain of four documents, "buffer pool is full" from six, or on a cycle)
+        exists = self.conn.read("MATCH (d:Document {path: $p}) RETURN d.path", {"p": path})
+        found, frontier = [path] if exists else [], [path] if exists else []
+        for _ in range(CHAIN_HOPS):
+            rows = self.conn.read(
+                "UNWIND $ps AS p MATCH (:Document {path: p})-[:SUPERSEDES]-(d:Document) "
+                "RETURN DISTINCT d.path",
+                {"ps": frontier},
+            )
+            frontier = [r[0] for r in rows if r[0] not in found]
+            if not frontier:
+                break
+            found += frontier
         out = []
         for doc_path in found:
             info = self.conn.read(

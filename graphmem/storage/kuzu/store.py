@@ -10,7 +10,7 @@ one; none reaches into another's state.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -80,6 +80,10 @@ class KuzuStore:
     # -- transactions -------------------------------------------------------------------------
 
     @property
+    def reads_own_writes(self) -> bool:
+        return True
+
+    @property
     def write_generation(self) -> int:
         return self.conn.write_generation
 
@@ -105,6 +109,9 @@ class KuzuStore:
 
     def writer_paused(self) -> AbstractContextManager[None]:
         return self.conn.writer_paused()
+
+    def exclusive(self, work: str, *, wait: float = 0.0) -> AbstractContextManager[bool]:
+        return nullcontext(True)  # one process serves the store
 
     def checkpoint(self) -> None:
         self.conn.checkpoint()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,37 @@ class TableSpec:
 class Digest:
     rows: int
     sha256: str
+
+
+def digest(spec: TableSpec, tables: list[pa.Table]) -> Digest:
+    """Rows and a hash of the table's content that does not depend on row order, chunking or
+    the engine (every engine's `Tables.digest` is this, of the rows as the embedded engines read
+    them into arrow): node rows in key order, each column in a canonical form (vectors as their
+    float32 bytes); rel rows as sorted JSON lines."""
+    hasher = hashlib.sha256()
+    rows = 0
+    for table in tables:
+        rows += table.num_rows
+        if spec.kind == "NODE":
+            table = table.sort_by(spec.primary_key or table.column_names[0]).combine_chunks()
+            for name in table.column_names:
+                hasher.update(name.encode() + b"\0")
+                hasher.update(_column_bytes(table.column(name)))
+        else:
+            lines = sorted(
+                json.dumps(row, default=str, sort_keys=True) for row in table.to_pylist()
+            )
+            hasher.update("\n".join(lines).encode())
+    return Digest(rows, hasher.hexdigest())
+
+
+def _column_bytes(column: pa.ChunkedArray) -> bytes:
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    valid = np.asarray(array.is_valid()).tobytes()
+    if pa.types.is_fixed_size_list(array.type):
+        values = array.flatten().to_numpy(zero_copy_only=False)
+        return valid + np.ascontiguousarray(values).tobytes()
+    return valid + json.dumps(array.to_pylist(), default=str).encode()
 
 
 class Tables(Protocol):

@@ -4,7 +4,7 @@ generation, and the change events the write path emits for the search state."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol, TypeVar
 
 from graphmem.indexes.changes import Change
@@ -16,6 +16,13 @@ class Transactions(Protocol):
     """Every method is safe to call from several threads. Writes are serialised behind one
     writer; reads run beside it and never see a transaction that has not committed, except the
     reads of the thread that holds it."""
+
+    @property
+    def reads_own_writes(self) -> bool:
+        """Whether a transaction's reads see its own writes: yes on the embedded engines; no on
+        a server store, whose transaction is one query sent at its end (there, a read after a
+        buffered write raises StorageError)."""
+        ...
 
     @property
     def write_generation(self) -> int:
@@ -61,6 +68,20 @@ class Transactions(Protocol):
         """Hold the writer: no write starts or commits meanwhile; reads go on."""
         ...
 
+    def exclusive(self, work: str, *, wait: float = 0.0) -> AbstractContextManager[bool]:
+        """Whether this process is the one doing `work` for the whole store until the block
+        ends (background work that must not run twice at once: extraction, the steward).
+        Always on an embedded store, which one process serves; on a server store, the node
+        that takes the work's lease (waiting up to `wait` s for another node to let it go)."""
+        ...
+
     def checkpoint(self) -> None:
         """Write everything committed into the database file (not inside a transaction)."""
         ...
+
+
+def transaction_reading_its_writes(store: Transactions) -> AbstractContextManager[None]:
+    """One transaction for a flow that reads between its writes (a session's close stores, then
+    reads what it stored): all or nothing where the engine's transactions read their own
+    writes; elsewhere each step commits on its own, in order."""
+    return store.transaction() if store.reads_own_writes else nullcontext()
