@@ -5,8 +5,8 @@ other is reported skipped as not yet implemented for FalkorDB, never passed.
 
 `contract_store` is a store of the engine under test, migrated, at the repository level: what
 the FalkorDB engine implements so far (memories, vectors, pending work, metadata,
-transactions, the steward, documents, the entity graph, copying tables between engines,
-backups). The tests that need a whole GraphMemory (`gm`) wait for the rest."""
+transactions, the steward, documents, the entity graph, knowledge, sessions, copying tables
+between engines, backups). The tests that need a whole GraphMemory (`gm`) wait for the rest."""
 
 from __future__ import annotations
 

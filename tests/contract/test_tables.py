@@ -121,6 +121,20 @@ def test_the_copy_answers_as_the_store_it_was_copied_from(
     assert contract_store.memories.get_many(some) == source.store.memories.get_many(some)
     found = contract_store.vectors.nearest(space, matrix[3], 1)
     assert found[0][0] == ids[3]
+    # versions, their links and the session's review items read alike
+    source_knowledge, knowledge = source.store.knowledge, contract_store.knowledge
+    successors = knowledge.newest_successors(ids)
+    assert successors == source_knowledge.newest_successors(ids) and len(successors) == 1
+    for version in (*successors, *successors.values()):
+        assert sorted(knowledge.chain(version), key=lambda v: v[0].id) == sorted(
+            source_knowledge.chain(version), key=lambda v: v[0].id
+        )
+        assert knowledge.linked_memories(version) == source_knowledge.linked_memories(version)
+    assert contract_store.sessions.by_client() == source.store.sessions.by_client()
+    items = contract_store.sessions.review_items(session=None, status=None, action=None, limit=50)
+    assert items and items == source.store.sessions.review_items(
+        session=None, status=None, action=None, limit=50
+    )
     # the engine's own schema records are its own still
     assert contract_store.migration_status().pending == []
     assert contract_store.migrate() == []

@@ -65,12 +65,17 @@ STEPS: tuple[Step, ...] = (
             ("EntityAlias", "norm"),
             ("EntityAlias", "entity"),
             ("Fact", "id"),
+            ("Session", "id"),
+            ("ReviewItem", "id"),
+            ("ReviewItem", "fingerprint"),
+            ("ReviewItem", "status"),
         ),
         unique=(
             ("Memory", "id"), ("StoreKey", "key"), ("Pending", "key"), ("_Meta", "key"),
             ("StewardRun", "id"), ("Finding", "id"), ("Audit", "id"),
             ("Document", "path"), ("Section", "key"), ("Chunk", "id"),
             ("Entity", "id"), ("EntityAlias", "norm"), ("Fact", "id"),
+            ("Session", "id"), ("ReviewItem", "id"),
         ),
     ),
 )  # fmt: skip

@@ -5,9 +5,9 @@ settings, tokens and the search cache; the graph keeps the memories.
 Being built (docs/adr/0011-falkordb-engine.md): memories, vectors, pending work, metadata, the
 schema and its migrations, the caller's Cypher, the scans the search state is built from and
 the follower of the change stream that keeps it in step with the other nodes, the steward's
-records and reads, documents, the entity graph, copying a store table by table between engines
-and backups are here. Knowledge and sessions are not yet: their properties raise
-NotImplementedError, so nothing reaches them by mistake.
+records and reads, documents, the entity graph, knowledge (versions, merges, dead ends,
+citations), sessions with their review items, copying a store table by table between engines
+and backups are here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 from graphmem.indexes.changes import Change
 from graphmem.indexes.search_state import SearchSource, SearchState
@@ -25,18 +25,22 @@ from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.documents import FalkorDocuments
 from graphmem.storage.falkordb.entities import FalkorEntities
 from graphmem.storage.falkordb.follower import ChangeFollower
+from graphmem.storage.falkordb.knowledge import FalkorKnowledge
 from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.memories import ENGINE, FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.scans import FalkorScans
+from graphmem.storage.falkordb.sessions import FalkorSessions
 from graphmem.storage.falkordb.steward import FalkorSteward
 from graphmem.storage.falkordb.tables import FalkorTables
 from graphmem.storage.falkordb.vectors import FalkorVectors
 from graphmem.storage.protocols import (
     Documents,
     Entities,
+    Knowledge,
     Memories,
     Pending,
+    Sessions,
     Steward,
     Tables,
     Transactions,
@@ -45,10 +49,6 @@ from graphmem.storage.protocols import (
 from graphmem.store_url import StoreUrl
 
 _T = TypeVar("_T")
-
-
-def _not_yet(what: str) -> NoReturn:
-    raise NotImplementedError(f"{what} is not yet implemented on the FalkorDB engine")
 
 
 class FalkorStore:
@@ -67,13 +67,15 @@ class FalkorStore:
         self.documents = FalkorDocuments(conn, self.search, self.vectors, self.pending)
         self.entities = FalkorEntities(conn, self.search, self.memories, self.pending)
         self.tables = FalkorTables(conn, self.vectors, self.search)
-        # mypy holds each repository written so far to its protocol
+        self.knowledge = FalkorKnowledge(conn, self.memories)
+        self.sessions = FalkorSessions(conn)
+        # mypy holds each repository to its protocol
         _checked: tuple[
-            Memories, Vectors, Pending, Steward, Documents, Entities, Tables, SearchSource,
-            Transactions,
+            Memories, Vectors, Pending, Steward, Documents, Entities, Tables, Knowledge,
+            Sessions, SearchSource, Transactions,
         ] = (
             self.memories, self.vectors, self.pending, self.steward, self.documents,
-            self.entities, self.tables, self.scans, self,
+            self.entities, self.tables, self.knowledge, self.sessions, self.scans, self,
         )  # fmt: skip
         # the other nodes' writes, from the change stream
         self.follower = ChangeFollower(conn, self.search).start() if follow else None
@@ -99,16 +101,6 @@ class FalkorStore:
         except BaseException:
             conn.close()
             raise
-
-    # -- not yet on this engine ---------------------------------------------------------------
-
-    @property
-    def knowledge(self) -> NoReturn:
-        _not_yet("knowledge (versions, merges, dead ends, citations)")
-
-    @property
-    def sessions(self) -> NoReturn:
-        _not_yet("sessions and review items")
 
     # -- the store as a whole -----------------------------------------------------------------
 
