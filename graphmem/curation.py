@@ -18,6 +18,7 @@ from graphmem.memory_ops import MemoryOps
 from graphmem.models import Memory
 from graphmem.service_context import Service, ServiceContext
 from graphmem.steward.models import AuditEntry, AuditPage
+from graphmem.storage.protocols.transactions import transaction_reading_its_writes
 
 T = TypeVar("T")
 CURATE = "curate:"
@@ -44,8 +45,9 @@ class CurationOps(Service):
         text: dict[str, Any] | None = None,
     ) -> T:
         store = self.context.store
-        # an edit of the text embeds it and writes its vector: not inside a held transaction
-        with store.transaction() if text is None else nullcontext():
+        # an edit of the text embeds it and writes its vector: not inside a held transaction;
+        # the knowledge operations read what they wrote (step by step on a server store)
+        with transaction_reading_its_writes(store) if text is None else nullcontext():
             before: dict[str, Any] = {"memories": store.steward.memory_state(ids)}
             if text is not None:
                 before["text"] = text

@@ -14,7 +14,7 @@ from graphmem.daemon.client import stop_owner
 from graphmem.daemon.paths import OWNER_FILE
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.service import GraphMemory, open_store
-from graphmem.settings import load_settings
+from graphmem.settings import CONFIG_FILE, load_settings
 from graphmem.storage import engines
 
 # real FalkorDB servers (falkordb_server, falkordb_secured, falkordb_replicated, falkordb_cluster)
@@ -72,10 +72,12 @@ def new_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def gm(store_path: Path, request: pytest.FixtureRequest) -> Iterator[GraphMemory]:
     """A fresh, migrated store, embedding with the fast offline HashEmbedder: on disk, or a
     graph of its own on a FalkorDB server under GRAPHMEM_TEST_ENGINE=falkordb."""
-    if ON_FALKORDB:
+    if ON_FALKORDB:  # the data dir's config names the graph, as a team node's does
         server = request.getfixturevalue("falkordb_shared")
-        graph = f"t{next(_GRAPHS)}"
-        memory = open_store(store_path, embedder=HashEmbedder(), store_url=server.store_url(graph))
+        store_path.mkdir(parents=True)
+        url = server.store_url(f"t{next(_GRAPHS)}")
+        (store_path / CONFIG_FILE).write_text(f'store_url = "{url}"\n', encoding="utf-8")
+        memory = open_store(store_path, embedder=HashEmbedder())
     else:
         shutil.copytree(request.getfixturevalue("new_store"), store_path)
         memory = open_store(store_path, embedder=HashEmbedder())

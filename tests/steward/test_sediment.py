@@ -33,10 +33,8 @@ def place(gm: GraphMemory, memory_id: str, name: str, *, days_ago: float | None 
 
 
 def use(gm: GraphMemory, memory_id: str, *, targeted: int = 0, days_ago: float = 0) -> None:
-    gm.store.conn.execute(
-        "MATCH (m:Memory {id: $id}) SET m.targeted_count = $n, m.access_count = $n, "
-        "m.accessed_at = $at",
-        {"id": memory_id, "n": targeted, "at": utcnow() - timedelta(days=days_ago)},
+    gm.store.memories.add_accesses(  # on a memory never used: its counts become these
+        [{"id": memory_id, "n": targeted, "t": targeted}], at=utcnow() - timedelta(days=days_ago)
     )
 
 
@@ -44,9 +42,10 @@ def refer(gm: GraphMemory, memory_id: str, times: int) -> None:
     """Other knowledge points at the memory: decisions that avoid it."""
     for i in range(times):
         decision = gm.remember(f"We chose plan {i} instead", kind="decision").id
-        gm.store.conn.execute(
+        gm.cypher(  # any memory, not only a dead end: what the reference count reads
             "MATCH (d:Memory {id: $d}), (x:Memory {id: $x}) CREATE (d)-[:AVOIDS]->(x)",
             {"d": decision, "x": memory_id},
+            write=True,
         )
 
 
@@ -289,10 +288,8 @@ def test_a_promotion_by_hand_holds_against_disuse_for_the_disuse_period(
     gm.promote_sediment(memory, layer="character")
 
     assert gm.sediment_cycle(dry_run=False).moves == []
-    gm.store.conn.execute(  # the promotion was long ago
-        "MATCH (m:Memory {id: $id}) SET m.layer_at = $at",
-        {"id": memory, "at": utcnow() - timedelta(days=181)},
-    )
+    # the promotion was long ago
+    gm.store.steward.set_layers([(memory, "character", utcnow() - timedelta(days=181), "promote")])
     assert moves(gm.sediment_cycle(dry_run=False)) == {memory: ("character", "semantic", "disused")}
 
 
@@ -303,10 +300,7 @@ def test_a_demotion_by_hand_is_not_lifted_again_by_the_cycle(gm: GraphMemory) ->
     gm.demote_sediment(memory, layer="surface", note="too specific")
 
     assert gm.sediment_cycle(dry_run=False).moves == []
-    gm.store.conn.execute(
-        "MATCH (m:Memory {id: $id}) SET m.layer_at = $at",
-        {"id": memory, "at": utcnow() - timedelta(days=181)},
-    )
+    gm.store.steward.set_layers([(memory, "surface", utcnow() - timedelta(days=181), "demote")])
     assert moves(gm.sediment_cycle(dry_run=False)) == {memory: ("surface", "episodic", "settled")}
 
 
