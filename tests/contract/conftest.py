@@ -1,30 +1,35 @@
 """Each contract test runs on the embedded engine of the run (Kùzu or LadybugDB) and on FalkorDB,
-against a real server on loopback (tests/servers). The FalkorDB engine is being built
-(docs/adr/0011-falkordb-engine.md): a test runs there only when marked `falkordb`, and every
-other is reported skipped as not yet implemented for FalkorDB, never passed.
+against a real server on loopback (tests/servers), when it is marked `falkordb`; an unmarked one
+holds an embedded engine's own guarantee (a transaction that reads its own writes, a kill -9 of
+the process that holds the database, the data dir's database) and is reported skipped there.
+FalkorDB's own (a transaction as one query, the change stream, leases, replicas, failover) are
+in tests/storage/test_falkordb_*.py.
 
-`contract_store` is a store of the engine under test, migrated, at the repository level: what
-the FalkorDB engine implements so far (memories, vectors, pending work, metadata,
-transactions, the steward, documents, the entity graph, knowledge, sessions, copying tables
-between engines, backups). The tests that need a whole GraphMemory (`gm`) wait for the rest."""
+`contract_store` is a migrated store of the engine under test at the repository level; `gm`
+the whole store on it."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from graphmem.embeddings.hashing import HashEmbedder
+from graphmem.service import GraphMemory, open_store
+from graphmem.settings import CONFIG_FILE
+
 ENGINES = ("embedded", "falkordb")
-NOT_YET = "not yet implemented for FalkorDB"
+EMBEDDED_ONLY = "an embedded engine's guarantee"
 
 
 @pytest.fixture(params=ENGINES, autouse=True)
 def engine(request: pytest.FixtureRequest) -> str:
     name: str = request.param
     if name == "falkordb" and request.node.get_closest_marker("falkordb") is None:
-        pytest.skip(f"{NOT_YET}: this contract needs the whole store (GraphMemory)")
+        pytest.skip(EMBEDDED_ONLY)
     return name
 
 
@@ -46,3 +51,21 @@ def contract_store(engine: str, tmp_path: Path, request: pytest.FixtureRequest) 
         yield store
     finally:
         store.close()
+
+
+@pytest.fixture
+def gm(engine: str, store_path: Path, request: pytest.FixtureRequest) -> Iterator[GraphMemory]:
+    """The whole store on the engine under test: the data dir's own database, or a graph of
+    its own on a FalkorDB server, named in the data dir's config as a team node's is."""
+    if engine == "falkordb":
+        server = request.getfixturevalue("falkordb_server")
+        store_path.mkdir(parents=True)
+        url = server.store_url("contract")
+        (store_path / CONFIG_FILE).write_text(f'store_url = "{url}"\n', encoding="utf-8")
+    else:
+        shutil.copytree(request.getfixturevalue("new_store"), store_path)
+    memory = open_store(store_path, embedder=HashEmbedder())
+    try:
+        yield memory
+    finally:
+        memory.close()

@@ -20,7 +20,6 @@ from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import NotFound
 from graphmem.models import Memory, stored_time, utcnow
 from graphmem.storage.protocols import POLICY_KEY, EntityRow, FactRow, Mention, Provenance
-from tests.contract.conftest import NOT_YET
 
 pytestmark = [
     pytest.mark.falkordb,
@@ -36,15 +35,6 @@ SEDIMENT = pa.schema(
         ("targeted", pa.int64()),
     ]
 )  # fmt: skip
-
-
-def _repository(store: Any, name: str) -> Any:
-    """A repository another part of the engine provides; the test is skipped while the engine
-    does not have it yet."""
-    try:
-        return getattr(store, name)
-    except NotImplementedError as exc:
-        pytest.skip(f"{NOT_YET}: {exc}")
 
 
 def _now() -> datetime:
@@ -374,7 +364,7 @@ def test_moves_and_their_audit_rows_commit_together_or_not_at_all(contract_store
 
 
 def test_versions_avoidances_and_merges_are_found_and_counted(contract_store: Any) -> None:
-    knowledge = _repository(contract_store, "knowledge")
+    knowledge = contract_store.knowledge
     steward, now = contract_store.steward, _now()
     memories = {
         "decision": _memory("decision", kind="decision"),
@@ -409,7 +399,7 @@ def _entity(name: str) -> EntityRow:
 
 
 def test_entities_and_facts_of_live_memories_are_read(contract_store: Any) -> None:
-    entities = _repository(contract_store, "entities")
+    entities = contract_store.entities
     steward, now = contract_store.steward, _now()
     memories = {
         "uses": _memory("uses"),
@@ -451,7 +441,7 @@ def test_entities_and_facts_of_live_memories_are_read(contract_store: Any) -> No
 
 
 def test_pending_review_items_of_a_deleted_memory_are_orphans(contract_store: Any) -> None:
-    sessions = _repository(contract_store, "sessions")
+    sessions = contract_store.sessions
     kept, gone = _put(contract_store, _memory("kept"), _memory("gone"))
     sessions.upsert(
         "session-1", client="cli", mode="work", context=None, service=None, cwd=None,

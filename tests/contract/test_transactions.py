@@ -56,6 +56,7 @@ def test_a_failed_statement_rolls_back_its_whole_transaction(gm: GraphMemory) ->
     assert count(gm, "Memory") == 0
 
 
+@pytest.mark.falkordb
 def test_after_commit_work_runs_on_commit_only(gm: GraphMemory) -> None:
     ran: list[str] = []
     with gm.store.transaction():
