@@ -42,17 +42,22 @@ lint: setup
 # the suites of what the store does, once more on LadybugDB (Kùzu's maintained fork)
 LADYBUG_SUITES := tests/contract tests/storage tests/indexes tests/test_service.py tests/recall tests/graph tests/knowledge \
 	tests/documents tests/steward
+# the feature suites once more on a FalkorDB server (a graph per test), as a team's nodes run
+FALKORDB_SUITES := tests/test_service.py tests/recall tests/graph tests/knowledge tests/documents \
+	tests/steward tests/sessions tests/test_curation.py tests/test_idempotency.py
 # one pytest worker per core (at most four: the tests start graphmem processes of their own)
 PYTEST := $(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
 test: setup ts-client browser lint
 	$(PYTEST)
 	GRAPHMEM_TEST_ENGINE=ladybug $(PYTEST) $(LADYBUG_SUITES)
+	GRAPHMEM_TEST_ENGINE=falkordb $(PYTEST) $(FALKORDB_SUITES)
 
 # everything: the slow evaluations and stress runs too
 test-all: setup ts-client browser lint
 	$(PYTEST) -m "slow or not slow"
 	GRAPHMEM_TEST_ENGINE=ladybug $(PYTEST) -m "slow or not slow" $(LADYBUG_SUITES)
+	GRAPHMEM_TEST_ENGINE=falkordb $(PYTEST) -m "slow or not slow" $(FALKORDB_SUITES)
 
 # the sdist and the wheel (the wheel carries the local model: ~54 MB)
 dist: setup

@@ -25,8 +25,9 @@ from graphmem.daemon.paths import live_owner
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.models import MigrationReport, TableCopy
 from graphmem.settings import CONFIG_FILE, Settings
-from graphmem.storage import engines, open_store_at
-from graphmem.storage.protocols import TableSpec
+from graphmem.storage import engines, open_store_at, open_store_backend
+from graphmem.storage.protocols import Store, TableSpec
+from graphmem.store_url import USAGE, StoreUrl, parse_store_url
 
 WORK = ".migrate"
 MANIFEST = "manifest.json"
@@ -42,16 +43,23 @@ def migrate(
     force: bool = False,
     progress: Progress | None = None,
 ) -> MigrationReport:
-    """Copy the store at `settings.home` into `target` (new, or an unfinished copy) on the
-    engine `to`. The source is only read; with `force`, an owner serving it is stopped first."""
+    """Copy the store of `settings` (its data dir's, or the graph its store_url names) into
+    `target` (a new data dir, or an unfinished copy) on the engine `to`: an embedded engine's
+    name, or a `falkordb://` URL naming an empty graph, which the new data dir's config then
+    names. The source is only read; with `force`, an owner serving it is stopped first."""
     started = time.perf_counter()
-    if to not in engines.BY_NAME:
-        raise InvalidInput(f"unknown engine {to!r}: use one of {', '.join(engines.ENGINES)}")
+    url = _server_target(to)
+    if url is None and to not in engines.BY_NAME:
+        raise InvalidInput(
+            f"unknown engine {to!r}: use one of {', '.join(engines.ENGINES)}, or a {USAGE} URL"
+        )
     source = settings.home
     target = Path(target).expanduser().resolve()
     if target == source.resolve() or source.resolve() in target.parents:
         raise InvalidInput("the copy cannot go inside the store it copies", path=str(target))
-    if not engines.has_store(source):
+    if url is not None and url == settings.store_url:
+        raise InvalidInput("the copy cannot go into the graph it copies", store_url=str(url))
+    if settings.store_url is None and not engines.has_store(source):
         raise InvalidInput(f"no store at {source}", path=str(source))
     work = target / WORK
     manifest = _manifest(work, source, to)
@@ -61,6 +69,8 @@ def migrate(
                 f"{target} exists and is neither empty nor an unfinished copy; choose a new path",
                 path=str(target),
             )
+        if url is not None:
+            _refuse_a_graph_in_use(url, target)
         manifest = {"source": str(source), "to": to, "tables": [], "exported": {}}
     resumed = bool(manifest["exported"])
     work.mkdir(parents=True, exist_ok=True)
@@ -79,18 +89,65 @@ def migrate(
                 table=name,
             )
         copies.append(TableCopy(table=name, rows=want["rows"], sha256=want["sha256"]))
-    if (source / CONFIG_FILE).is_file() and not (target / CONFIG_FILE).exists():
-        shutil.copy2(source / CONFIG_FILE, target / CONFIG_FILE)
+    if not (target / CONFIG_FILE).exists():
+        _copy_config(source / CONFIG_FILE, target / CONFIG_FILE, url)
     shutil.rmtree(work)
     return MigrationReport(
         source=str(source),
         target=str(target),
         engine_from=manifest["from"],
-        engine_to=to,
+        engine_to="falkordb" if url is not None else to,
         tables=copies,
         resumed=resumed,
         seconds=round(time.perf_counter() - started, 2),
     )
+
+
+def _server_target(to: str) -> StoreUrl | None:
+    """The graph `to` names when it is a store URL (never echoing its password)."""
+    return parse_store_url(to) if "://" in to else None
+
+
+def _refuse_a_graph_in_use(url: StoreUrl, target: Path) -> None:
+    """A new copy goes into a graph that holds no memory yet: never over a team's store."""
+    store = open_target(target, str(url))
+    try:
+        if store.memories.count():
+            raise Conflict(
+                f"the graph {url} already holds memories; copy into a new graph",
+                store_url=str(url),
+            )
+    finally:
+        store.close()
+
+
+def open_target(target: Path, to: str) -> Store:
+    """The store a copy goes into: `target`'s own database, or the graph `to` names with
+    `target` as its data dir."""
+    url = _server_target(to)
+    if url is None:
+        return open_store_at(target, engine=to)
+    from graphmem.storage.falkordb.store import FalkorStore
+
+    store = FalkorStore.open(url, target)
+    store.migrate()  # its indexes and unique constraints, before any row
+    return store
+
+
+def _copy_config(source: Path, target: Path, url: StoreUrl | None) -> None:
+    """The source's settings for the new data dir, its store_url the copy's (or none): a
+    top-level line, first, before any [table]. With a password in it, only the owner reads it."""
+    lines = source.read_text(encoding="utf-8").splitlines() if source.is_file() else []
+    first_table = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), None)
+    top, rest = lines[:first_table], lines[first_table:] if first_table is not None else []
+    top = [line for line in top if not line.lstrip().startswith("store_url")]
+    if url is not None:
+        top.insert(0, f"store_url = {json.dumps(url.secret_text())}")
+    if not top and not rest:
+        return
+    target.write_text("\n".join([*top, *rest]) + "\n", encoding="utf-8")
+    if url is not None and url.password:
+        target.chmod(0o600)
 
 
 def _manifest(work: Path, source: Path, to: str) -> dict[str, Any] | None:
@@ -133,7 +190,7 @@ def _export(
                 pid=owner.pid,
             )
         stop_owner(settings.home)
-    store = open_store_at(settings.home, lock_timeout=settings.lock_timeout, engine=settings.engine)
+    store = open_store_backend(settings)
     try:
         manifest["from"] = store.engine_name
         specs = store.tables.specs()
@@ -179,7 +236,7 @@ def load(target: Path, to: str) -> None:
     loaded_path = work / LOADED
     loaded = json.loads(loaded_path.read_text(encoding="utf-8")) if loaded_path.exists() else {}
     specs = [TableSpec.from_json(data) for data in manifest["tables"]]
-    store = open_store_at(target, engine=to)
+    store = open_target(target, to)
     try:
         for done, spec in enumerate(specs):
             print(json.dumps({"table": spec.name, "done": done, "of": len(specs)}), flush=True)

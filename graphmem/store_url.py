@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from graphmem.errors import InvalidInput
 
@@ -53,6 +53,16 @@ class StoreUrl:
     def key(self, suffix: str) -> str:
         """A key of this graph's, on its slot: `{GRAPH}:suffix`."""
         return f"{self.graph_key}:{suffix}"
+
+    def secret_text(self) -> str:
+        """The address with its password, percent-encoded: for a config file, never a
+        message or a log."""
+        user = ""
+        if self.username:
+            user = quote(self.username, safe="")
+            user += f":{quote(self.password, safe='')}@" if self.password else "@"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{user}{host}:{self.port}/{self.graph}"
 
     def __str__(self) -> str:
         """The address without its password: safe for messages and logs."""

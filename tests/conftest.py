@@ -122,7 +122,7 @@ def cli_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     env["GRAPHMEM_EMBEDDING_PROVIDER"] = "hash"
     env["GRAPHMEM_EXTRACT_ON_WRITE"] = SESSION_ENV["GRAPHMEM_EXTRACT_ON_WRITE"]
     env["GRAPHMEM_DAEMON_IDLE_TIMEOUT"] = SESSION_ENV["GRAPHMEM_DAEMON_IDLE_TIMEOUT"]
-    env["GRAPHMEM_ENGINE"] = TEST_ENGINE
+    env["GRAPHMEM_ENGINE"] = engines.DEFAULT.name
     yield env
     for record in tmp_path.rglob(OWNER_FILE):
         stop_owner(record.parent)

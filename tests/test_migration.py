@@ -20,6 +20,7 @@ from graphmem.migration import LOADED, MANIFEST, WORK, migrate
 from graphmem.service import GraphMemory, open_store
 from graphmem.settings import load_settings
 from graphmem.storage import engines
+from tests.servers.falkordb_servers import Server
 
 OTHER = engines.LADYBUG if engines.DEFAULT is engines.KUZU else engines.KUZU
 
@@ -166,3 +167,28 @@ def test_the_cli_copies_and_reports_in_json(
     assert again.returncode == 2  # the target is a finished store now
     assert "Traceback" not in again.stderr
     assert json.loads(again.stderr)["error"] == "conflict"
+
+
+def test_a_store_copied_onto_a_falkordb_graph_and_back_answers_alike(
+    source: Path, tmp_path: Path, cli_env: dict[str, str], falkordb_server: Server
+) -> None:
+    """A project's store onto a team's server and back: the node's data dir names the graph,
+    every table and vector comes back, and the store answers as it did."""
+    url = falkordb_server.store_url("team")
+    node, back = tmp_path / "node", tmp_path / "back"
+    there = migrate(load_settings(source, environ={}), node, url)
+    assert (there.engine_from, there.engine_to) == (engines.DEFAULT.name, "falkordb")
+    assert f'store_url = "{url}"' in (node / "config.toml").read_text()
+    with pytest.raises(Conflict, match="already holds memories"):  # never over a team's store
+        migrate(load_settings(source, environ={}), tmp_path / "again", url)
+    home = migrate(load_settings(node, environ={}), back, engines.DEFAULT.name)
+    assert load_settings(back, environ={}).store_url is None  # its own database again
+    assert [(t.table, t.rows, t.sha256) for t in home.tables] == [
+        (t.table, t.rows, t.sha256) for t in there.tables
+    ]
+    answers = [
+        json.loads(cli(h, "recall", "orders index migration", env=cli_env).stdout)
+        for h in (source, node, back)
+    ]
+    hits = [[(h["memory"]["id"], round(h["score"], 6)) for h in a["hits"]] for a in answers]
+    assert hits[0] and hits[0] == hits[1] == hits[2]

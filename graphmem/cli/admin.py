@@ -273,7 +273,14 @@ def migrate(
     target: Annotated[
         Path, typer.Argument(help="A new (or empty) data directory, or an unfinished copy.")
     ],
-    to: Annotated[str, typer.Option("--to", help="The new store's engine: kuzu or ladybug.")],
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="The new store's engine: kuzu or ladybug, or a falkordb:// address of an "
+            "empty graph.",
+        ),
+    ],
     force: Annotated[
         bool, typer.Option("--force", help="Stop the store's owner first if one serves it.")
     ] = False,
