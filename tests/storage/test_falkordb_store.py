@@ -454,3 +454,40 @@ def test_another_nodes_extraction_and_merge_reach_this_nodes_entity_index(
     node_a.entities.merge("bob", ["robert"])  # not described: b reads the graph again
     _until(lambda: node_b.entities.fresh_index() is None)
     assert node_b.entities.resolve_known(["robert"]) == {"robert": "bob"}
+
+
+def test_each_project_reads_its_own_graph_only(falkordb_server: Server, tmp_path: Path) -> None:
+    """Two projects on one server: a node of one never reads the other's memories, through
+    recall's state or a caller's Cypher."""
+    shop, bank = _open(falkordb_server, tmp_path / "shop", "shop"), None
+    try:
+        bank = _open(falkordb_server, tmp_path / "bank", "bank")
+        shop.memories.insert([_memory(1)], _vector(1), SPACE)
+        bank.memories.insert([_memory(2)], _vector(2), SPACE)
+        for store, own in ((shop, _memory(1).id), (bank, _memory(2).id)):
+            assert store.memories.all_ids() == {own}
+            assert [i for i, _ in store.vectors.nearest(SPACE, _vector(1)[0], 5)] == [own]
+            rows = store.cypher("MATCH (m:Memory) RETURN m.id", {}, write=False).rows
+            assert rows == [[own]]
+    finally:
+        shop.close()
+        if bank is not None:
+            bank.close()
+
+
+def test_thirty_projects_spread_over_a_clusters_shards_each_see_their_own(
+    falkordb_cluster: Cluster, tmp_path: Path
+) -> None:
+    entry = falkordb_cluster.masters[0].port  # any master: the client routes by key
+    shards: set[int] = set()
+    for n in range(30):
+        url = parse_store_url(f"falkordb://127.0.0.1:{entry}/project-{n}")
+        store = FalkorStore.open(url, tmp_path / f"p{n}", follow=False)
+        try:
+            store.migrate()
+            store.memories.insert([_memory(n)], _vector(n), SPACE)
+            assert store.memories.all_ids() == {_memory(n).id}
+            shards.add(falkordb_cluster.master_of(url.graph_key).port)
+        finally:
+            store.close()
+    assert len(shards) == 3  # the graphs are spread over every master
