@@ -1,5 +1,5 @@
 """`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|entities|steward|
-console|startup-load|walk-after-write|falkordb-probe ...`: runs an evaluation and writes JSON
+console|startup-load|walk-after-write|falkordb-probe|team-server ...`: runs an evaluation and writes JSON
 results."""
 
 from __future__ import annotations
@@ -243,7 +243,23 @@ def main(argv: list[str] | None = None) -> int:
     probe.add_argument("--queries", type=int, default=200)
     probe.add_argument("--seed", type=int, default=0)
     probe.add_argument("--out", type=Path, help="default eval/results/falkordb_probe_<N>k.json")
+    team = sub.add_parser(
+        "team-server",
+        help="two nodes on one FalkorDB graph: write cost, the other node's recall, a backup",
+    )
+    team.add_argument("--writes", type=int, default=100)
+    team.add_argument("--bulk", type=int, default=5_000)
+    team.add_argument("--out", type=Path, help="default eval/results/team_server.json")
     args = parser.parse_args(argv)
+
+    if args.command == "team-server":
+        from eval.team_server import run_team_server
+
+        result = run_team_server(
+            args.writes, args.bulk, progress=lambda msg: print(msg, file=sys.stderr)
+        )
+        _write(result, args.out or Path("eval/results/team_server.json"))
+        return 0
 
     if args.command == "falkordb-probe":
         from eval.falkordb_probe import results_name, run_probe
