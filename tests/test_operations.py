@@ -18,6 +18,7 @@ from graphmem.operations import restore
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
 from graphmem.storage.kuzu.backup import MANIFEST
+from tests.servers.falkordb_servers import Server
 
 
 def settings_for(path: Path):  # type: ignore[no-untyped-def]
@@ -128,3 +129,25 @@ def test_restore_rejects_what_is_not_a_backup_or_is_too_new(
     (backed_up / MANIFEST).write_text(json.dumps({**manifest, "schema_version": 9999}))
     with pytest.raises(SchemaError):
         restore(backed_up, settings_for(tmp_path / "t2"))
+
+
+def test_a_team_graphs_backup_restores_into_it_replacing_what_it_held(
+    tmp_path: Path, falkordb_server: Server
+) -> None:
+    node = tmp_path / "node"
+    node.mkdir()
+    (node / "config.toml").write_text(f'store_url = "{falkordb_server.store_url("team")}"\n')
+    settings = settings_for(node)
+    with GraphMemory(settings, embedder=HashEmbedder()) as gm:
+        kept = [gm.remember(f"team note {i}").id for i in range(3)]
+        gm.backup(tmp_path / "backup")
+        gm.delete(kept[0])
+        later = gm.remember("written after the backup").id
+    with pytest.raises(Conflict, match="--force"):
+        restore(tmp_path / "backup", settings)
+    report = restore(tmp_path / "backup", settings, force=True)
+    assert report.path == str(settings.store_url) and report.backup.memories == 3
+    with GraphMemory(settings, embedder=HashEmbedder()) as gm:
+        assert {m.id for m in gm.list(limit=10).memories} == set(kept)
+        assert later not in {h.memory.id for h in gm.recall("written after the backup").hits}
+        assert gm.recall("team note", recipe="bm25", limit=5).hits

@@ -56,6 +56,20 @@ def read_backup_manifest(backup: Path) -> BackupInfo:
     return read_manifest(backup)
 
 
+def restore_backup_into_graph(store: Store, backup: Path) -> BackupInfo:
+    """Replace a server store's graph by a backup of a server store, every table proved by its
+    digest (the other nodes read their search state again); InvalidInput for a backup of an
+    embedded store, whose database file a graph cannot take."""
+    from graphmem.storage.falkordb.backup import restore_tables
+    from graphmem.storage.falkordb.store import FalkorStore
+
+    if not isinstance(store, FalkorStore):
+        raise TypeError("only a server store's graph takes a backup this way")
+    info = read_backup_manifest(backup)
+    restore_tables(store, backup)
+    return info
+
+
 def restore_backup_files(backup: Path, home: Path) -> Path | None:
     """Put a backup's database in `home`, where no store is open; the database it replaces is
     kept beside it, never deleted, and returned."""
