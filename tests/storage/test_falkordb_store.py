@@ -491,3 +491,15 @@ def test_thirty_projects_spread_over_a_clusters_shards_each_see_their_own(
         finally:
             store.close()
     assert len(shards) == 3  # the graphs are spread over every master
+
+
+def test_a_callers_write_returns_its_rows_and_its_reset_entry_goes_with_it(
+    falkordb_server: Server, node_a: FalkorStore
+) -> None:
+    before = len(_entries(falkordb_server))
+    found = node_a.cypher("CREATE (x:Probe {n: $n}) RETURN x.n AS n", {"n": 3}, write=True)
+    assert (found.columns, found.rows) == (["n"], [[3]])
+    entries = _entries(falkordb_server)
+    assert len(entries) == before + 1 and stream.decode(entries[-1])[0] == stream.RESET
+    with pytest.raises(InvalidInput, match="Cypher error"):
+        node_a.cypher("CREATE (x:Probe {n: 1/0})", {}, write=True)

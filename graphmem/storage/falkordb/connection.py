@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import redis
 from falkordb import FalkorDB
 from falkordb.helpers import stringify_param_value
+from falkordb.query_result import QueryResult
 from redis.cluster import RedisCluster
 
 from graphmem.errors import Conflict, InvalidInput, StorageError
@@ -308,24 +309,7 @@ class FalkorConnection:
             params.update(named)
         command = _header(params) + " ".join(parts)
         try:
-            client: Any = self.client  # redis-py's command methods are untyped
-            cluster = isinstance(client, RedisCluster)  # routes a MULTI/EXEC by its key's slot
-            pipe: Any = client.pipeline(transaction=cluster)
-            if not cluster:  # MULTI/EXEC by hand, so that a WAIT follows on the connection
-                pipe.execute_command("MULTI")
-            pipe.execute_command("GRAPH.QUERY", self.url.graph_key, command, "--compact")
-            if entry is not None:
-                pipe.xadd(self.stream_key, entry, maxlen=STREAM_MAXLEN, approximate=True)
-            if not cluster:
-                pipe.execute_command("EXEC")
-                if self.replicas:
-                    pipe.execute_command("WAIT", self.replicas, WAIT_MS)
-            replies = pipe.execute(raise_on_error=False)
-            done = replies[-2] if self.replicas else replies[-1]  # EXEC's: one per command
-            for reply in (*replies, *(done if isinstance(done, list) else ())):
-                if isinstance(reply, Exception):
-                    raise reply
-            return int(replies[-1]) if self.replicas else 0
+            return self._send(command, entry)[1]
         except redis.ResponseError as exc:
             if "unique constraint violation" in str(exc):
                 raise Conflict(f"the commit met another node's write: {exc}") from exc
@@ -334,6 +318,29 @@ class FalkorConnection:
             raise StorageError(
                 f"{self.url}: {exc}; the transaction's outcome is unknown", query=command[-300:]
             ) from exc
+
+    def _send(self, command: str, entry: dict[str, bytes] | None) -> tuple[Any, int]:
+        """GRAPH.QUERY `command` and XADD `entry` in one MULTI/EXEC; returns the query's reply
+        and how many replicas confirmed them (WAIT, when the store asks for replicas: on the
+        same connection as the write, which is what WAIT counts). Raises the first error."""
+        client: Any = self.client  # redis-py's command methods are untyped
+        cluster = isinstance(client, RedisCluster)  # routes a MULTI/EXEC by its key's slot
+        pipe: Any = client.pipeline(transaction=cluster)
+        if not cluster:  # MULTI/EXEC by hand, so that a WAIT follows on the connection
+            pipe.execute_command("MULTI")
+        pipe.execute_command("GRAPH.QUERY", self.url.graph_key, command, "--compact")
+        if entry is not None:
+            pipe.xadd(self.stream_key, entry, maxlen=STREAM_MAXLEN, approximate=True)
+        if not cluster:
+            pipe.execute_command("EXEC")
+            if self.replicas:
+                pipe.execute_command("WAIT", self.replicas, WAIT_MS)
+        replies = pipe.execute(raise_on_error=False)
+        done = replies if cluster else replies[-2] if self.replicas else replies[-1]
+        for reply in (*replies, *(done if isinstance(done, list) else ())):
+            if isinstance(reply, Exception):
+                raise reply
+        return done[0], int(replies[-1]) if self.replicas and not cluster else 0
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run `callback` once this thread's transaction commits (now, outside of one)."""
@@ -430,7 +437,7 @@ class FalkorConnection:
     def cypher(self, query: str, params: dict[str, Any], *, write: bool) -> CypherResult:
         """A caller's query in FalkorDB's dialect: GRAPH.RO_QUERY unless `write`. A write may
         change anything: this node drops its search state, to be read again, and appends a
-        reset entry that has every other node do the same."""
+        reset entry, in the same MULTI/EXEC, that has every other node do the same."""
         if not query.strip():
             raise InvalidInput("query is empty")
         command = "GRAPH.QUERY" if write else "GRAPH.RO_QUERY"
@@ -438,9 +445,14 @@ class FalkorConnection:
             try:
                 if write:
                     self.entity_log.unknown_commit()
-                result = (self._graph.query if write else self._graph.ro_query)(
-                    query, {k: stored(v) for k, v in params.items()}
-                )
+                values = {k: stored(v) for k, v in params.items()}
+                if write:  # the write and the reset entry the other nodes read, at once
+                    reply, _ = self._send(
+                        _header(values) + query, stream.reset_entry(node=self.node_id)
+                    )
+                    result = QueryResult(self._graph, reply)
+                else:
+                    result = self._graph.ro_query(query, values)
             except redis.ResponseError as exc:
                 if "read-only" in str(exc):
                     raise InvalidInput(
@@ -456,9 +468,6 @@ class FalkorConnection:
                 self._labels = None
                 for listener in self._listeners:
                     listener.discard()
-                client: Any = self.client  # and so do the other nodes
-                entry = stream.reset_entry(node=self.node_id)
-                client.xadd(self.stream_key, entry, maxlen=STREAM_MAXLEN, approximate=True)
         columns = [str(c[1]) if isinstance(c, list | tuple) else str(c) for c in result.header]
         return CypherResult(
             columns=columns, rows=[[_plain(v) for v in row] for row in result.result_set]
