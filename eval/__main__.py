@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from eval import embedding
+from eval.falkordb_graphs import graphs
 from graphmem.embeddings.factory import make_embedder
 
 
@@ -44,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     loc.add_argument("--conversations", type=int, help="only the first N conversations")
     loc.add_argument("--questions", type=int, help="only the first N questions of each")
     loc.add_argument("--no-captions", action="store_true", help="leave image captions out")
+    loc.add_argument(
+        "--falkordb", action="store_true", help="each store on a graph of a FalkorDB server"
+    )
     bench = sub.add_parser("bench", help="store rate, recall latency and RSS at N memories")
     bench.add_argument("--memories", type=int, default=10_000)
     bench.add_argument("--queries", type=int, default=200)
@@ -51,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         "--pool", type=int, default=5_000, help="memories embedded here; the rest bring vectors"
     )
     bench.add_argument("--embedding", default="local", help=embedding.HELP)
+    bench.add_argument(
+        "--falkordb", action="store_true", help="the store on a graph of a FalkorDB server"
+    )
     bench.add_argument("--out", type=Path)
     rbench = sub.add_parser(
         "bench-recovery",
@@ -430,26 +437,30 @@ def main(argv: list[str] | None = None) -> int:
         from eval.locomo import run
 
         systems = _systems(args.system)
-        results = run(
-            args.data,
-            systems,
-            embedder=embedder,
-            limit_conversations=args.conversations,
-            limit_questions=args.questions,
-            captions=not args.no_captions,
-            progress=lambda msg: print(msg, file=sys.stderr),
-        )
+        with graphs(args.falkordb, "locomo") as store:
+            results = run(
+                args.data,
+                systems,
+                embedder=embedder,
+                limit_conversations=args.conversations,
+                limit_questions=args.questions,
+                captions=not args.no_captions,
+                progress=lambda msg: print(msg, file=sys.stderr),
+                store=store,
+            )
         _write(results[systems[0]] if len(systems) == 1 else results, args.out)
     else:
         from eval.bench import run_bench
 
-        result = run_bench(
-            args.memories,
-            args.queries,
-            embedder=embedder,
-            embedding=args.embedding,
-            pool_size=args.pool,
-        )
+        with graphs(args.falkordb, "bench") as store:
+            result = run_bench(
+                args.memories,
+                args.queries,
+                embedder=embedder,
+                embedding=args.embedding,
+                pool_size=args.pool,
+                store=store,
+            )
         _write(result, args.out)
     return 0
 

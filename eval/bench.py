@@ -25,6 +25,7 @@ import numpy as np
 
 import graphmem
 from eval.embedding import environ
+from eval.falkordb_graphs import StoreUrls, embedded
 from eval.metrics import percentile
 from graphmem import open_store
 from graphmem.embeddings.base import Embedder
@@ -208,6 +209,7 @@ def run_bench(
     notes: int = 2_000,
     single: int = 200,
     chunk: int = 50_000,
+    store: StoreUrls = embedded,
 ) -> dict[str, Any]:
     """Import `pool_size` memories through the embedder (the local import rate; and `notes`
     three-sentence notes in a store of their own), the rest with the pool's vectors supplied
@@ -218,6 +220,10 @@ def run_bench(
     label = embedder.space.label
     with tempfile.TemporaryDirectory(prefix="graphmem-bench-") as tmp:
         home = Path(tmp) / "store"
+        where = store()  # the data dir's own database, or a graph on a server
+        if where:  # the new-process recalls below open the same graph
+            home.mkdir(parents=True)
+            (home / "config.toml").write_text(f'store_url = "{where["store_url"]}"\n')
         with open_store(home, embedder=embedder, extract_on_write=False) as gm:
             stats = gm.stats()
             engine = f"{stats.engine} {stats.engine_version}"

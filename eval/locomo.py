@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from eval.falkordb_graphs import StoreUrls, embedded
 from eval.metrics import evidence_recall, mean
 from eval.systems import GRAPH, needs_entities
 from graphmem import open_store
@@ -82,7 +83,9 @@ def run(
     limit_questions: int | None = None,
     captions: bool = True,
     progress: Callable[[str], None] = lambda _: None,
+    store: StoreUrls = embedded,
 ) -> dict[str, dict[str, Any]]:
+    """`store`: where each conversation's store lives (eval.falkordb_graphs)."""
     samples = json.loads(Path(data).read_text(encoding="utf-8"))[:limit_conversations]
     scores: dict[str, dict[int, dict[str, list[float]]]] = {
         s: {k: defaultdict(list) for k in KS} for s in systems
@@ -92,7 +95,7 @@ def run(
     for sample in samples:
         with (
             tempfile.TemporaryDirectory(prefix="locomo-") as tmp,
-            open_store(tmp, embedder=embedder, extract_on_write=False) as gm,
+            open_store(tmp, embedder=embedder, extract_on_write=False, **store()) as gm,
         ):
             started = time.perf_counter()
             gm.remember_many(turns(sample, captions=captions))
