@@ -25,7 +25,7 @@ from graphmem.daemon.paths import live_owner
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.models import MigrationReport, TableCopy
 from graphmem.settings import CONFIG_FILE, Settings
-from graphmem.storage import engines, open_store_at, open_store_backend
+from graphmem.storage import engines, open_graph_store, open_store_at, open_store_backend
 from graphmem.storage.protocols import Store, TableSpec
 from graphmem.store_url import USAGE, StoreUrl, parse_store_url
 
@@ -125,13 +125,7 @@ def open_target(target: Path, to: str) -> Store:
     """The store a copy goes into: `target`'s own database, or the graph `to` names with
     `target` as its data dir."""
     url = _server_target(to)
-    if url is None:
-        return open_store_at(target, engine=to)
-    from graphmem.storage.falkordb.store import FalkorStore
-
-    store = FalkorStore.open(url, target)
-    store.migrate()  # its indexes and unique constraints, before any row
-    return store
+    return open_store_at(target, engine=to) if url is None else open_graph_store(url, target)
 
 
 def _copy_config(source: Path, target: Path, url: StoreUrl | None) -> None:

@@ -241,8 +241,9 @@ STORAGE_SURFACE = (
     "graphmem.storage.locking",
 )
 FACTORY_NAMES = {
-    "open_store_backend", "open_store_at", "saved_space_names", "read_backup_manifest",
-    "restore_backup_files", "protocols", "selection", "engines", "locking",
+    "open_store_backend", "open_store_at", "open_graph_store", "saved_space_names",
+    "read_backup_manifest", "restore_backup_files", "restore_backup_into_graph", "protocols",
+    "selection", "engines", "locking",
 }  # fmt: skip
 ENGINE_DIRS = [p for p in sorted(STORAGE.iterdir()) if p.is_dir() and p.name != "protocols"]
 ENGINE_FREE_STORAGE = [

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from graphmem.models import BackupInfo
     from graphmem.settings import Settings
     from graphmem.storage.protocols import Store
+    from graphmem.store_url import StoreUrl
 
 
 def open_store_backend(settings: Settings) -> Store:
@@ -31,6 +32,16 @@ def open_store_backend(settings: Settings) -> Store:
             replicas=1 if settings.durability == "replicated" else 0,
         )
     return open_store_at(settings.home, lock_timeout=settings.lock_timeout, engine=settings.engine)
+
+
+def open_graph_store(url: StoreUrl, home: Path) -> Store:
+    """The store on the graph `url` names, `home` its data dir, migrated (its indexes and
+    unique constraints made): where a copy between engines goes."""
+    from graphmem.storage.falkordb.store import FalkorStore
+
+    store = FalkorStore.open(url, home)
+    store.migrate()
+    return store
 
 
 def open_store_at(home: Path, *, lock_timeout: float = 5.0, engine: str | None = None) -> Store:
