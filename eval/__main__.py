@@ -256,16 +256,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     team.add_argument("--writes", type=int, default=100)
     team.add_argument("--bulk", type=int, default=5_000)
-    team.add_argument("--out", type=Path, help="default eval/results/team_server.json")
+    team.add_argument(
+        "--nodes", action="store_true", help="one node then three at once, and the lag across them"
+    )
+    team.add_argument("--seconds", type=float, default=20.0, help="with --nodes: each run's length")
+    team.add_argument("--out", type=Path, help="default eval/results/team_server[_nodes].json")
     args = parser.parse_args(argv)
 
     if args.command == "team-server":
-        from eval.team_server import run_team_server
+        from eval.team_server import run_team_server, run_three_nodes
 
-        result = run_team_server(
-            args.writes, args.bulk, progress=lambda msg: print(msg, file=sys.stderr)
-        )
-        _write(result, args.out or Path("eval/results/team_server.json"))
+        say = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+        if args.nodes:
+            result = run_three_nodes(args.seconds, args.writes, progress=say)
+            _write(result, args.out or Path("eval/results/team_server_nodes.json"))
+        else:
+            result = run_team_server(args.writes, args.bulk, progress=say)
+            _write(result, args.out or Path("eval/results/team_server.json"))
         return 0
 
     if args.command == "falkordb-probe":
