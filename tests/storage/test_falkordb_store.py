@@ -30,7 +30,7 @@ from graphmem.indexes.changes import (
     VectorSetMade,
 )
 from graphmem.models import Memory, utcnow
-from graphmem.storage.falkordb import connection, follower, lease, stream
+from graphmem.storage.falkordb import connection, follower, lease, schema, stream
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.store import FalkorStore
@@ -503,3 +503,12 @@ def test_a_callers_write_returns_its_rows_and_its_reset_entry_goes_with_it(
     assert len(entries) == before + 1 and stream.decode(entries[-1])[0] == stream.RESET
     with pytest.raises(InvalidInput, match="Cypher error"):
         node_a.cypher("CREATE (x:Probe {n: 1/0})", {}, write=True)
+
+
+def test_two_nodes_making_one_index_at_once_both_go_on(
+    node_a: FalkorStore, node_b: FalkorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nodes starting together on a new graph make its first vector set's index at once."""
+    schema.ensure_index(node_a.conn, "Vec_probe", "id")
+    monkeypatch.setattr(schema, "_indexes", lambda conn: set())  # b looked before a made it
+    schema.ensure_index(node_b.conn, "Vec_probe", "id")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from graphmem.errors import SchemaError
+from graphmem.errors import SchemaError, StorageError
 from graphmem.models import DbStatus, MigrationInfo, utcnow
 from graphmem.storage.falkordb.connection import FalkorConnection
 from graphmem.storage.falkordb.lease import Lease
@@ -92,8 +92,13 @@ def _indexes(conn: FalkorConnection) -> set[tuple[str, str]]:
 
 
 def ensure_index(conn: FalkorConnection, label: str, prop: str) -> None:
+    """The index, made unless there; another node making it at the same moment is fine."""
     if (label, prop) not in _indexes(conn):
-        conn.schema(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+        try:
+            conn.schema(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+        except StorageError as exc:
+            if "already indexed" not in exc.message:
+                raise
 
 
 def _constraints(conn: FalkorConnection) -> dict[tuple[str, str], str]:
