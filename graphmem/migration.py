@@ -62,7 +62,8 @@ def migrate(
     if settings.store_url is None and not engines.has_store(source):
         raise InvalidInput(f"no store at {source}", path=str(source))
     work = target / WORK
-    manifest = _manifest(work, source, to)
+    named = str(url) if url is not None else to  # what the manifest records: no password
+    manifest = _manifest(work, source, named)
     if manifest is None:
         if target.exists() and any(target.iterdir()):
             raise Conflict(
@@ -71,7 +72,7 @@ def migrate(
             )
         if url is not None:
             _refuse_a_graph_in_use(url, target)
-        manifest = {"source": str(source), "to": to, "tables": [], "exported": {}}
+        manifest = {"source": str(source), "to": named, "tables": [], "exported": {}}
     resumed = bool(manifest["exported"])
     work.mkdir(parents=True, exist_ok=True)
     with start_lock(source):
@@ -110,7 +111,7 @@ def _server_target(to: str) -> StoreUrl | None:
 
 def _refuse_a_graph_in_use(url: StoreUrl, target: Path) -> None:
     """A new copy goes into a graph that holds no memory yet: never over a team's store."""
-    store = open_target(target, str(url))
+    store = _open_target(target, str(url))
     try:
         if store.memories.count():
             raise Conflict(
@@ -121,7 +122,7 @@ def _refuse_a_graph_in_use(url: StoreUrl, target: Path) -> None:
         store.close()
 
 
-def open_target(target: Path, to: str) -> Store:
+def _open_target(target: Path, to: str) -> Store:
     """The store a copy goes into: `target`'s own database, or the graph `to` names with
     `target` as its data dir."""
     url = _server_target(to)
@@ -205,8 +206,14 @@ def _load_in_child(
     target: Path, to: str, work: Path, progress: Progress | None
 ) -> dict[str, dict[str, Any]]:
     """Run `load` in a process of the target's engine, relaying its progress."""
-    command = [sys.executable, "-P", "-m", "graphmem.migration", str(target), to]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the target goes on stdin: a graph's address may hold a password, no argument for `ps`
+    command = [sys.executable, "-P", "-m", "graphmem.migration", str(target)]
+    child = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert child.stdin is not None
+    child.stdin.write(to + "\n")
+    child.stdin.close()
     assert child.stdout is not None
     for line in child.stdout:
         step = json.loads(line)
@@ -230,7 +237,7 @@ def load(target: Path, to: str) -> None:
     loaded_path = work / LOADED
     loaded = json.loads(loaded_path.read_text(encoding="utf-8")) if loaded_path.exists() else {}
     specs = [TableSpec.from_json(data) for data in manifest["tables"]]
-    store = open_target(target, to)
+    store = _open_target(target, to)
     try:
         for done, spec in enumerate(specs):
             print(json.dumps({"table": spec.name, "done": done, "of": len(specs)}), flush=True)
@@ -245,4 +252,4 @@ def load(target: Path, to: str) -> None:
 
 
 if __name__ == "__main__":
-    load(Path(sys.argv[1]), sys.argv[2])
+    load(Path(sys.argv[1]), sys.stdin.readline().strip())
