@@ -222,8 +222,9 @@ def run_bench(
         home = Path(tmp) / "store"
         where = store()  # the data dir's own database, or a graph on a server
         if where:  # the new-process recalls below open the same graph
-            home.mkdir(parents=True)
-            (home / "config.toml").write_text(f'store_url = "{where["store_url"]}"\n')
+            from tests.servers.falkordb_servers import node_data_dir
+
+            node_data_dir(home, where["store_url"])
         with open_store(home, embedder=embedder, extract_on_write=False) as gm:
             stats = gm.stats()
             engine = f"{stats.engine} {stats.engine_version}"

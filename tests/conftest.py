@@ -14,7 +14,7 @@ from graphmem.daemon.client import stop_owner
 from graphmem.daemon.paths import OWNER_FILE
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.service import GraphMemory, open_store
-from graphmem.settings import CONFIG_FILE, load_settings
+from graphmem.settings import load_settings
 from graphmem.storage import engines
 
 # real FalkorDB servers (falkordb_server, falkordb_secured, falkordb_replicated, falkordb_cluster)
@@ -74,9 +74,9 @@ def gm(store_path: Path, request: pytest.FixtureRequest) -> Iterator[GraphMemory
     graph of its own on a FalkorDB server under GRAPHMEM_TEST_ENGINE=falkordb."""
     if ON_FALKORDB:  # the data dir's config names the graph, as a team node's does
         server = request.getfixturevalue("falkordb_shared")
-        store_path.mkdir(parents=True)
-        url = server.store_url(f"t{next(_GRAPHS)}")
-        (store_path / CONFIG_FILE).write_text(f'store_url = "{url}"\n', encoding="utf-8")
+        from tests.servers.falkordb_servers import node_data_dir
+
+        node_data_dir(store_path, server.store_url(f"t{next(_GRAPHS)}"))
         memory = open_store(store_path, embedder=HashEmbedder())
     else:
         shutil.copytree(request.getfixturevalue("new_store"), store_path)

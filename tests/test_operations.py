@@ -18,7 +18,7 @@ from graphmem.operations import restore
 from graphmem.service import GraphMemory
 from graphmem.settings import load_settings
 from graphmem.storage.kuzu.backup import MANIFEST
-from tests.servers.falkordb_servers import Server
+from tests.servers.falkordb_servers import Server, node_data_dir
 
 
 def settings_for(path: Path):  # type: ignore[no-untyped-def]
@@ -134,10 +134,7 @@ def test_restore_rejects_what_is_not_a_backup_or_is_too_new(
 def test_a_team_graphs_backup_restores_into_it_replacing_what_it_held(
     tmp_path: Path, falkordb_server: Server
 ) -> None:
-    node = tmp_path / "node"
-    node.mkdir()
-    (node / "config.toml").write_text(f'store_url = "{falkordb_server.store_url("team")}"\n')
-    settings = settings_for(node)
+    settings = settings_for(node_data_dir(tmp_path / "node", falkordb_server.store_url("team")))
     with GraphMemory(settings, embedder=HashEmbedder()) as gm:
         kept = [gm.remember(f"team note {i}").id for i in range(3)]
         gm.backup(tmp_path / "backup")

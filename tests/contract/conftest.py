@@ -19,7 +19,6 @@ import pytest
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.service import GraphMemory, open_store
-from graphmem.settings import CONFIG_FILE
 
 ENGINES = ("embedded", "falkordb")
 EMBEDDED_ONLY = "an embedded engine's guarantee"
@@ -59,9 +58,9 @@ def gm(engine: str, store_path: Path, request: pytest.FixtureRequest) -> Iterato
     its own on a FalkorDB server, named in the data dir's config as a team node's is."""
     if engine == "falkordb":
         server = request.getfixturevalue("falkordb_server")
-        store_path.mkdir(parents=True)
-        url = server.store_url("contract")
-        (store_path / CONFIG_FILE).write_text(f'store_url = "{url}"\n', encoding="utf-8")
+        from tests.servers.falkordb_servers import node_data_dir
+
+        node_data_dir(store_path, server.store_url("contract"))
     else:
         shutil.copytree(request.getfixturevalue("new_store"), store_path)
     memory = open_store(store_path, embedder=HashEmbedder())

@@ -69,6 +69,13 @@ class Credentials:
         return [self.username, "on", f">{self.password}", "~*", "&*", "+@all"]
 
 
+def node_data_dir(home: Path, url: str) -> Path:
+    """`home` made a team node's data dir: its config names the graph `url`."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f'store_url = "{url}"\n', encoding="utf-8")
+    return home
+
+
 def free_port() -> int:
     """A TCP port free on loopback now (the server binding it may still lose a race: `start`
     tries another then)."""
