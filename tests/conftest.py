@@ -39,6 +39,14 @@ SESSION_ENV = {
 }
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A slow evaluation runs as long as it needs; every other test fails after the run's
+    `timeout` (pyproject.toml)."""
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(0))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _session_env() -> Iterator[None]:
     previous = {key: os.environ.get(key) for key in SESSION_ENV}
