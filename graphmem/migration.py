@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -208,19 +209,23 @@ def _load_in_child(
     """Run `load` in a process of the target's engine, relaying its progress."""
     # the target goes on stdin: a graph's address may hold a password, no argument for `ps`
     command = [sys.executable, "-P", "-m", "graphmem.migration", str(target)]
-    child = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert child.stdin is not None
-    child.stdin.write(to + "\n")
-    child.stdin.close()
-    assert child.stdout is not None
-    for line in child.stdout:
-        step = json.loads(line)
-        if progress is not None:
-            progress(f"load {step['table']}", step["done"], step["of"])
-    error = child.stderr.read() if child.stderr else ""
-    if child.wait() != 0:
+    # its stderr goes to a file: a pipe read only after stdout's end would stop a child that
+    # writes more than a pipe holds there, and this process with it
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
+        child = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True
+        )
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(to + "\n")
+        child.stdin.close()
+        for line in child.stdout:
+            step = json.loads(line)
+            if progress is not None:
+                progress(f"load {step['table']}", step["done"], step["of"])
+        child.wait()
+        errors.seek(0)
+        error = errors.read()
+    if child.returncode != 0:
         raise StorageError(
             f"loading the copy into {target} failed (run the same command again to resume): "
             f"{error.strip().splitlines()[-1] if error.strip() else child.returncode}",

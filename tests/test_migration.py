@@ -115,6 +115,22 @@ def test_an_interrupted_copy_goes_on_where_it_stopped(source: Path, tmp_path: Pa
     assert {t.table for t in report.tables} >= {"Memory", "SUBJECT"}
 
 
+@pytest.mark.timeout(120)
+def test_a_loading_process_that_writes_much_to_stderr_still_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More than a pipe holds on stderr (warnings, a library's logging) while this process
+    reads the child's progress: it used to stop both for good."""
+    noisy = tmp_path / "noisy"
+    noisy.mkdir()
+    (noisy / "sitecustomize.py").write_text("import sys\nsys.stderr.write('w' * 1_000_000)\n")
+    monkeypatch.setenv("PYTHONPATH", str(noisy))
+    with open_store(tmp_path / "source", embedder=HashEmbedder()) as gm:
+        gm.remember("The ledger retries three times")
+    report = migrate(load_settings(tmp_path / "source", environ={}), tmp_path / "copy", OTHER.name)
+    assert {t.table: t.rows for t in report.tables}["Memory"] == 1
+
+
 def _hide_once(target: Path, table: str, into: Path) -> Callable[[str, int, int], None]:
     """A progress callback that moves `table`'s files away once they are exported."""
     done = False

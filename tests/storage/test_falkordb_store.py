@@ -120,6 +120,36 @@ def test_a_write_of_one_node_is_read_by_another(node_a: FalkorStore, node_b: Fal
     assert node_b.vectors.has_space(SPACE)
 
 
+@pytest.mark.timeout(120)
+def test_backups_taken_at_once_by_nodes_of_two_projects_all_finish(
+    falkordb_server: Server, tmp_path: Path, node_a: FalkorStore, node_b: FalkorStore
+) -> None:
+    """Each backup forks the server (GRAPH.COPY), and FalkorDB 4.16 stops for good when a
+    fork fails because another runs: three at once used to leave the server answering no
+    one."""
+    other = _open(falkordb_server, tmp_path / "c", graph="other")
+    node_a.memories.insert([_memory(i) for i in range(50)], _vector(1).repeat(50, 0), SPACE)
+    other.memories.insert([_memory(1)], _vector(1), SPACE)
+    nodes = {"a": node_a, "b": node_b, "c": other}
+    start = threading.Barrier(len(nodes))
+    taken: dict[str, Any] = {}
+
+    def back_up(name: str) -> None:
+        start.wait()
+        taken[name] = nodes[name].backup(tmp_path / f"backup-{name}")
+
+    try:
+        threads = [threading.Thread(target=back_up, args=(n,)) for n in nodes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        other.close()
+    assert {n: b.memories for n, b in taken.items()} == {"a": 50, "b": 50, "c": 1}
+    assert falkordb_server.client(socket_timeout=5).ping()
+
+
 def test_two_nodes_storing_under_one_key_cannot_both_win(
     node_a: FalkorStore, node_b: FalkorStore
 ) -> None:
@@ -313,7 +343,8 @@ def test_a_node_trims_the_stream_once_it_takes_the_trim_lease(
 def test_in_a_cluster_the_graph_its_stream_and_its_leases_share_a_shard(
     falkordb_cluster: Cluster, tmp_path: Path
 ) -> None:
-    """Any master is an entry point; the commits' MULTI/EXEC lands on the graph's shard."""
+    """Any master is an entry point; the commits' MULTI/EXEC and a backup's copy land on the
+    graph's shard."""
     graph = "team-cluster"
     first = falkordb_cluster.masters[0]
     url = parse_store_url(f"falkordb://127.0.0.1:{first.port}/{graph}")
@@ -336,6 +367,7 @@ def test_in_a_cluster_the_graph_its_stream_and_its_leases_share_a_shard(
         with pytest.raises(InvalidInput, match="not available on a cluster"):
             FalkorStore.open(url, tmp_path / "c", replicas=1)
         FalkorStore.open(url, tmp_path / "c").close()  # the refusal let the data dir go
+        assert b.backup(tmp_path / "backup").memories == 2  # the copy made on the graph's shard
     finally:
         a.close()
         b.close()

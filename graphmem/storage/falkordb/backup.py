@@ -26,6 +26,7 @@ from falkordb import Graph
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.models import BackupInfo, utcnow
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.lease import Lease
 from graphmem.storage.falkordb.tables import FalkorTables, Reader
 from graphmem.storage.falkordb.values import stored_params
 from graphmem.storage.protocols.tables import TableSpec
@@ -36,6 +37,26 @@ if TYPE_CHECKING:
 MANIFEST = "manifest.json"  # as the embedded engines' backups name it
 TABLES = "tables.json"
 ENGINE = "falkordb"
+COPYING = "graphmem:copying"  # the lease of the one GRAPH.COPY a server runs at a time
+FORK_WAIT = 60.0  # s a backup waits for its turn, and for the server's own forks to end
+FORK_POLL = 0.05
+# INFO persistence's fields for the children a server may be running
+_FORKS = ("rdb_bgsave_in_progress", "aof_rewrite_in_progress", "module_fork_in_progress")
+
+
+def _wait_for_no_fork(conn: FalkorConnection) -> None:
+    """GRAPH.COPY forks the server, and FalkorDB 4.16 stops answering for good when that fork
+    fails because a child of the server's runs already (another copy, a snapshot, an AOF
+    rewrite, a replica's first sync). Copies take turns (the COPYING lease); this waits out
+    the server's own children."""
+    deadline = time.monotonic() + FORK_WAIT
+    while any(int(conn.server_info("persistence").get(f, 0)) for f in _FORKS):
+        if time.monotonic() > deadline:
+            raise Conflict(
+                f"{conn.url} has been writing a snapshot or syncing a replica for "
+                f"{FORK_WAIT:.0f} s; try the backup again when it is done"
+            )
+        time.sleep(FORK_POLL)
 
 
 def _prepare_target(dest: Path) -> None:
@@ -72,8 +93,15 @@ def take_backup(store: FalkorStore, dest: Path) -> BackupInfo:
     _prepare_target(dest)
     conn = store.conn
     copy = conn.url.key(f"backup:{uuid.uuid4().hex}")
-    with conn.writer_paused():  # this node's commits wait; the server orders the others'
-        conn.command("GRAPH.COPY", conn.url.graph_key, copy)
+    with Lease(conn, "copy", key=COPYING).holding(wait=FORK_WAIT) as mine:
+        if not mine:
+            raise Conflict(
+                f"another backup on {conn.url} has held its server for {FORK_WAIT:.0f} s; "
+                "try again when it is done"
+            )
+        _wait_for_no_fork(conn)
+        with conn.writer_paused():  # this node's commits wait; the server orders the others'
+            conn.command("GRAPH.COPY", conn.url.graph_key, copy)
     try:
         read = graph_reader(conn, copy)
         tables = FalkorTables(conn, store.vectors, store.search, read=read)

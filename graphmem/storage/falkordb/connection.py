@@ -416,6 +416,14 @@ class FalkorConnection:
         except redis.ResponseError as exc:
             raise StorageError(str(exc), command=str(args[0])) from exc
 
+    def server_info(self, section: str) -> dict[str, Any]:
+        """INFO `section` of the server holding the graph (its shard, in a cluster)."""
+        client: Any = self.client
+        if isinstance(client, RedisCluster):
+            node = client.get_node_from_key(self.url.graph_key)  # type: ignore[no-untyped-call]
+            return dict(client.info(section, target_nodes=node))
+        return dict(client.info(section))
+
     def server_version(self) -> str:
         """The FalkorDB module's version, as MODULE LIST gives it (41603 for 4.16.3)."""
         for module in self.command("MODULE", "LIST") or []:

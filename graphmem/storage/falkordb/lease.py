@@ -32,9 +32,13 @@ _RELEASE = (
 
 
 class Lease:
-    def __init__(self, conn: FalkorConnection, work: str, *, ttl: float = TTL_SECONDS) -> None:
+    def __init__(
+        self, conn: FalkorConnection, work: str, *, ttl: float = TTL_SECONDS, key: str = ""
+    ) -> None:
+        """`key`: a key of the server's rather than the graph's, for work that must run once
+        per server whichever graph it is for."""
         self.conn = conn
-        self.key = conn.url.key(f"lease:{work}")
+        self.key = key or conn.url.key(f"lease:{work}")
         self.ttl_ms = max(1, int(ttl * 1000))
 
     @property
