@@ -1,5 +1,5 @@
 """`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|entities|steward|
-console|startup-load|walk-after-write|falkordb-probe|team-server ...`: runs an evaluation and writes JSON
+console|startup-load|walk-after-write|falkordb-probe|team-server|failover ...`: runs an evaluation and writes JSON
 results."""
 
 from __future__ import annotations
@@ -261,7 +261,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     team.add_argument("--seconds", type=float, default=20.0, help="with --nodes: each run's length")
     team.add_argument("--out", type=Path, help="default eval/results/team_server[_nodes].json")
+    fail = sub.add_parser(
+        "failover",
+        help="a team store's primary killed again and again while nodes write: writes lost",
+    )
+    fail.add_argument("--kills", type=int, default=5)
+    fail.add_argument("--nodes", type=int, default=2, help="graphmem nodes writing at once")
+    fail.add_argument("--between", type=float, default=3.0, help="seconds of writes between kills")
+    fail.add_argument("--out", type=Path, default=Path("eval/results/failover.json"))
     args = parser.parse_args(argv)
+
+    if args.command == "failover":
+        from eval.failover import run as run_failover
+
+        _write(run_failover(kills=args.kills, nodes=args.nodes, between=args.between), args.out)
+        return 0
 
     if args.command == "team-server":
         from eval.team_server import run_team_server, run_three_nodes

@@ -27,7 +27,7 @@ import graphmem
 from eval.embedding import environ
 from eval.falkordb_graphs import StoreUrls, embedded
 from eval.metrics import percentile
-from graphmem import open_store
+from graphmem import GraphMemory, open_store
 from graphmem.embeddings.base import Embedder
 
 SERVICES = [
@@ -145,6 +145,11 @@ def _scaled(pool: list[dict[str, Any]], start: int, stop: int) -> list[dict[str,
     return out
 
 
+def _server_memory(gm: GraphMemory) -> int:
+    """INFO memory's used_memory of the server a node's store is on."""
+    return int(gm.store.conn.server_info("memory")["used_memory"])  # type: ignore[attr-defined]
+
+
 def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -228,6 +233,7 @@ def run_bench(
         with open_store(home, embedder=embedder, extract_on_write=False) as gm:
             stats = gm.stats()
             engine = f"{stats.engine} {stats.engine_version}"
+            server_start = _server_memory(gm) if where else 0
             embedder.embed(["warm up"])
             started = time.perf_counter()
             report = gm.import_jsonl([json.dumps(m) for m in pool])
@@ -276,6 +282,8 @@ def run_bench(
                 started = time.perf_counter()
                 gm.recall(q, limit=10)
                 latencies.append((time.perf_counter() - started) * 1000)
+            # the server's memory for the graph (and its change stream), its data's home
+            server_bytes = _server_memory(gm) - server_start if where else None
         peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         store_bytes = _dir_bytes(home)
         _compile_bytecode()
@@ -307,4 +315,6 @@ def run_bench(
             "store_bytes": store_bytes,
             "store_bytes_per_memory": round(store_bytes / total, 1),
             "peak_rss_mb": round(peak_rss_mb, 1),
+            "server_used_memory_bytes": server_bytes,
+            "server_bytes_per_memory": round(server_bytes / total, 1) if server_bytes else None,
         }

@@ -311,18 +311,25 @@ def primary_with_replica(
         primary = Server(home / "primary", credentials=credentials, config=config)
         stack.callback(primary.stop)
         primary.start()
-        following = ["--replicaof", HOST, str(primary.port)]
-        if credentials:
-            following += ["--masteruser", credentials.username]
-            following += ["--masterauth", credentials.password]
-        replica = Server(home / "replica", credentials=credentials, config=[*config, *following])
+        replica = Server(home / "replica", credentials=credentials, config=config)
         stack.callback(replica.stop)
-        replica.start()
-        _wait_until(
-            lambda: _synced(primary, replica), SYNC_TIMEOUT, "the replica did not sync",
-            [primary, replica],
-        )  # fmt: skip
-        yield Replicated(primary, replica)
+        yield Replicated(primary, start_replica(replica, primary))
+
+
+def start_replica(replica: Server, primary: Server) -> Server:
+    """Start `replica` (not started yet) following `primary`, and wait for its first sync: a
+    pair's second server, or a new replica in the place of a primary that failed."""
+    following = ["--replicaof", HOST, str(primary.port)]
+    if replica.credentials:
+        following += ["--masteruser", replica.credentials.username]
+        following += ["--masterauth", replica.credentials.password]
+    replica.config = [*replica.config, *following]
+    replica.start()
+    _wait_until(
+        lambda: _synced(primary, replica), SYNC_TIMEOUT, "the replica did not sync",
+        [primary, replica],
+    )  # fmt: skip
+    return replica
 
 
 SENTINEL_MASTER = "graphmem"  # the name the sentinel monitors the primary by
