@@ -190,6 +190,12 @@ class SearchState:
         self._columns.refresh(self.source.memory_rows)
         return self._columns
 
+    def warm_memories(self) -> None:
+        """Read the columns and the keyword index now, if they are not held yet."""
+        with self._search_lock:
+            self._memory_columns()
+            self._keyword_index()
+
     def keyword_search(self, text: str, *, top: int) -> list[tuple[str, float]]:
         """BM25 over the memories' search texts; `text` already analysed."""
         with self._search_lock:

@@ -390,6 +390,9 @@ class FalkorMemories:
         with self.state.columns() as columns:
             return columns.matching(filters)
 
+    def warm_search(self) -> None:
+        self.state.warm_memories()
+
     def keyword_search(self, text: str, *, top: int) -> list[tuple[str, float]]:
         if not text.strip():
             return []

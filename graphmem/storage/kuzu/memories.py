@@ -400,6 +400,9 @@ class KuzuMemories:
 
         return self.conn.until_write("speakers", speakers)
 
+    def warm_search(self) -> None:
+        self.state.warm_memories()
+
     def keyword_search(self, text: str, *, top: int) -> list[tuple[str, float]]:
         """BM25 over `search_text`; `text` must already be analysed (graphmem.text.query_text)."""
         if not text.strip():

@@ -146,6 +146,12 @@ class Memories(Protocol):
         """Every memory passing the filters (archived ones only when asked for)."""
         ...
 
+    def warm_search(self) -> None:
+        """Hold recall's structures of the memories (their fields, the keyword index) from now
+        on: a write keeps held structures current, where recall would read unheld ones whole
+        from the store the first time."""
+        ...
+
     def keyword_search(self, text: str, *, top: int) -> list[tuple[str, float]]:
         """The `top` memories by BM25 over their search text, best first; `text` must already
         be analysed (graphmem.text.query_text)."""
