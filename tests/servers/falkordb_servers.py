@@ -392,6 +392,7 @@ def watched_primary(home: Path) -> Iterator[Watched]:
 class Cluster:
     masters: tuple[Server, ...]
     slot_ranges: tuple[tuple[int, int], ...]  # of each master, inclusive
+    replicas: tuple[Server, ...] = ()  # `replicas` per master, in the masters' order
 
     def client(self, **options: Any) -> RedisCluster:
         """redis-py's cluster client: it routes each command by the slot of its key."""
@@ -425,45 +426,69 @@ def cluster(
     home: Path,
     masters: int = 3,
     *,
+    replicas: int = 0,
     credentials: Credentials | None = None,
     config: Sequence[str] = (),
 ) -> Iterator[Cluster]:
-    """`masters` servers with `cluster-enabled yes` and no replicas, each given an equal share
-    of the slots and introduced to the first by CLUSTER MEET; yields once every master says
-    `cluster_state:ok` and knows the others. All are stopped on the way out."""
+    """`masters` servers with `cluster-enabled yes`, each given an equal share of the slots and
+    introduced to the first by CLUSTER MEET, and `replicas` more per master following it
+    (CLUSTER REPLICATE); yields once every server says `cluster_state:ok` and knows the others,
+    and every replica has synced. All are stopped on the way out."""
+
+    def node(name: str) -> Server:
+        bus = free_port()  # the cluster bus, set explicitly: port + 10000 may be taken
+        server = Server(
+            home / name,
+            credentials=credentials,
+            config=[
+                "--cluster-enabled", "yes",
+                "--cluster-config-file", "nodes.conf",
+                "--cluster-port", str(bus),
+                "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+                *config,
+            ],
+        )  # fmt: skip
+        stack.callback(server.stop)
+        return server.start()
+
     with ExitStack() as stack:
-        servers = []
-        for i in range(masters):
-            bus = free_port()  # the cluster bus, set explicitly: port + 10000 may be taken
-            server = Server(
-                home / f"master{i}",
-                credentials=credentials,
-                config=[
-                    "--cluster-enabled", "yes",
-                    "--cluster-config-file", "nodes.conf",
-                    "--cluster-port", str(bus),
-                    "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
-                    *config,
-                ],
-            )  # fmt: skip
-            stack.callback(server.stop)
-            servers.append(server.start())
+        servers = [node(f"master{i}") for i in range(masters)]
+        followers = [
+            (node(f"replica{i}-{k}"), primary)
+            for i, primary in enumerate(servers)
+            for k in range(replicas)
+        ]
         ranges = _split(SLOTS, masters)
         for server, (low, high) in zip(servers, ranges, strict=True):
             with server.client() as client:
                 client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
+        everyone = [*servers, *(replica for replica, _ in followers)]
         with servers[0].client() as first:
-            for server in servers[1:]:
+            for server in everyone[1:]:
                 bus = server.config[server.config.index("--cluster-port") + 1]
                 first.execute_command("CLUSTER", "MEET", HOST, server.port, bus)
 
-        def whole() -> bool:
-            for server in servers:
-                with server.client() as client:
-                    info = client.cluster("info")
-                if info["cluster_state"] != "ok" or int(info["cluster_known_nodes"]) != masters:
-                    return False
-            return True
+        def knows_everyone(server: Server) -> bool:
+            with server.client() as client:
+                return int(client.cluster("info")["cluster_known_nodes"]) == len(everyone)
 
-        _wait_until(whole, SYNC_TIMEOUT, "the cluster did not form", servers)
-        yield Cluster(tuple(servers), tuple(ranges))
+        _wait_until(lambda: all(map(knows_everyone, everyone)), SYNC_TIMEOUT,
+                    "the cluster's servers did not meet", everyone)  # fmt: skip
+        for replica, primary in followers:
+            with primary.client() as client:
+                primary_id = client.execute_command("CLUSTER", "MYID")
+            with replica.client() as client:
+                client.execute_command("CLUSTER", "REPLICATE", primary_id)
+
+        def whole() -> bool:
+            for server in everyone:
+                with server.client() as client:
+                    if client.cluster("info")["cluster_state"] != "ok":
+                        return False
+            return all(
+                replica.info("replication").get("master_link_status") == "up"
+                for replica, _ in followers
+            )
+
+        _wait_until(whole, SYNC_TIMEOUT, "the cluster did not form", everyone)
+        yield Cluster(tuple(servers), tuple(ranges), tuple(r for r, _ in followers))

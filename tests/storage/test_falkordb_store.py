@@ -397,13 +397,37 @@ def test_in_a_cluster_the_graph_its_stream_and_its_leases_share_a_shard(
         assert falkordb_cluster.master_of(url.key("changes")) is shard
         with shard.client() as client:
             assert client.exists(url.graph_key, url.key("changes"), url.key("lease:steward")) == 3
-        with pytest.raises(InvalidInput, match="not available on a cluster"):
-            FalkorStore.open(url, tmp_path / "c", replicas=1)
-        FalkorStore.open(url, tmp_path / "c").close()  # the refusal let the data dir go
         assert b.backup(tmp_path / "backup").memories == 2  # the copy made on the graph's shard
     finally:
         a.close()
         b.close()
+
+
+def test_on_a_cluster_a_replicated_write_waits_for_its_shards_replica(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`durability = replicated` on a cluster: the commit goes to the graph's shard on a
+    connection of its own, and WAIT counts that shard's replica."""
+    from tests.servers.falkordb_servers import cluster
+
+    monkeypatch.setattr(connection, "WAIT_MS", 500)
+    with cluster(tmp_path / "cluster", masters=3, replicas=1) as formed:
+        url = parse_store_url(f"falkordb://127.0.0.1:{formed.masters[0].port}/replicated")
+        shard = formed.masters.index(formed.master_of(url.graph_key))
+        store = FalkorStore.open(url, tmp_path / "node", replicas=1)
+        try:
+            store.migrate()
+            store.memories.insert([_memory(1)], _vector(1), SPACE)  # acknowledged: replicated
+            replica = formed.replicas[shard]
+            held = replica.falkordb().select_graph(url.graph_key)
+            found = held.ro_query("MATCH (m:Memory) RETURN m.id").result_set
+            assert found == [[_memory(1).id]]
+            replica.kill()
+            with pytest.raises(StorageError, match="replicas confirmed") as raised:
+                store.memories.insert([_memory(2)], _vector(2), SPACE)
+            assert raised.value.fields["written"] is True
+        finally:
+            store.close()
 
 
 def test_trimming_drops_old_entries_and_their_markers_only(

@@ -105,11 +105,6 @@ class FalkorConnection:
         open_lock = locking.take_open_lock(home, time.monotonic() + lock_timeout)
         try:
             db = cls._connect(url)
-            if replicas and isinstance(db.connection, RedisCluster):
-                db.connection.close()
-                raise InvalidInput(
-                    "durability = replicated is not available on a cluster yet", store=str(url)
-                )
         except BaseException:
             os.close(open_lock)
             raise
@@ -325,6 +320,9 @@ class FalkorConnection:
         same connection as the write, which is what WAIT counts). Raises the first error."""
         client: Any = self.client  # redis-py's command methods are untyped
         cluster = isinstance(client, RedisCluster)  # routes a MULTI/EXEC by its key's slot
+        if cluster and self.replicas:  # the graph's shard, on a connection WAIT can count
+            client = client.get_node_from_key(self.url.graph_key).redis_connection
+            cluster = False
         pipe: Any = client.pipeline(transaction=cluster)
         if not cluster:  # MULTI/EXEC by hand, so that a WAIT follows on the connection
             pipe.execute_command("MULTI")
