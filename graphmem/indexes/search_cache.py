@@ -53,6 +53,21 @@ class SearchCache:
         manifest = self._read_manifest()
         return bool(stamp) and manifest.get("format") == FORMAT and manifest.get("stamp") == stamp
 
+    def position(self) -> str | None:
+        """Where in the store's change stream the saved structures were exact, if the store
+        has one (a server store's nodes): what came after can be replayed onto them."""
+        manifest = self._read_manifest()
+        position = manifest.get("position")
+        return position if manifest.get("format") == FORMAT and isinstance(position, str) else None
+
+    def dim(self, table: str) -> int | None:
+        """The width of a saved matrix, read from its file's header."""
+        try:
+            shape = np.load(self.folder / f"{table}.npy", mmap_mode="r").shape
+        except (OSError, ValueError):
+            return None
+        return int(shape[1]) if len(shape) == 2 else None
+
     def vector_tables(self) -> list[str]:
         """The vector tables saved last, current or not: a guess for before the store opens."""
         tables = self._read_manifest().get("vectors")
@@ -105,6 +120,7 @@ class SearchCache:
         matrices: dict[str, SavedMatrix],
         keywords: KeywordIndex | None,
         columns: pa.Table | None,
+        position: str | None = None,
     ) -> None:
         """Write into a fresh folder, then swap it in: a reader never trusts half a cache."""
         staging = self.folder.with_name(f"{CACHE_DIR}.{os.getpid()}.tmp")
@@ -123,7 +139,13 @@ class SearchCache:
             with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, columns.schema) as writer:
                 writer.write_table(columns)
             RowIds(columns.column(0).to_pylist()).save(staging, "columns")
-        manifest = {"format": FORMAT, "stamp": stamp, "vectors": sorted(matrices)}
+        manifest: dict[str, object] = {
+            "format": FORMAT,
+            "stamp": stamp,
+            "vectors": sorted(matrices),
+        }
+        if position is not None:
+            manifest["position"] = position
         (staging / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
         shutil.rmtree(self.folder, ignore_errors=True)
         staging.rename(self.folder)

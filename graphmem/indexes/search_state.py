@@ -147,20 +147,45 @@ class SearchState:
         held = self._matrices.get(name)
         if held is not None:
             return held
-        held = VectorMatrix()
         saved = self._saved()
         exists = self.source.has_vector_set(name)
-        hit = saved.matrix(name, dim) if saved and exists else None
-        if hit is not None and saved is not None:
-            held.ids, held.rows = hit[0], Rows(hit[1])
-            projection = saved.projection(name, len(hit[0]))
-            if projection is not None:
-                held.basis, held.projected = projection[0], Rows(projection[1])
+        found = _saved_matrix(saved, name, dim) if saved and exists else None
+        if found is not None:
+            held = found
         elif exists:
             self.unsaved = True
             held = VectorMatrix.of(*self.source.vector_rows(name, dim))
+        else:
+            held = VectorMatrix()
         self._matrices[name] = held
         return held
+
+    def resume(self) -> str | None:
+        """Hold every structure the cache saved, though the store has moved on since, and
+        return the change-stream position they were exact at: replaying the stream from there
+        brings them up to date (a server store's node restarting after the others wrote),
+        where reading them from the store again takes minutes at 100k. A part the cache
+        lacks is read from the store when first used, as usual. None, holding nothing, when
+        the cache has no position."""
+        saved = self.files
+        position = saved.position()
+        if position is None:
+            return None
+        matrices = {}
+        for name in saved.vector_tables():
+            dim = saved.dim(name)
+            matrix = _saved_matrix(saved, name, dim) if dim else None
+            if matrix is not None:
+                matrices[name] = matrix
+        columns, keywords = saved.columns(FIELDS), saved.keywords()
+        with self._vectors_lock, self._search_lock:
+            self._matrices.update(matrices)
+            if columns is not None:
+                self._columns = settled(MemoryColumns(*columns))
+            if keywords is not None:
+                self._keywords = settled(keywords)
+            self.unsaved = True
+        return position
 
     # -- memories ---------------------------------------------------------------------------
 
@@ -336,17 +361,32 @@ class SearchState:
 
     # -- the cache on disk ------------------------------------------------------------------
 
-    def save(self, memory_count: Callable[[], int]) -> None:
-        """Save the structures of a big store, so the next process starts warm."""
+    def save(self, memory_count: Callable[[], int], *, position: str | None = None) -> None:
+        """Save the structures of a big store, so the next process starts warm; `position`:
+        where in the store's change stream they are exact (see `resume`)."""
         if not self.unsaved or memory_count() < MIN_MEMORIES:
             return
         with self._search_lock:
             matrices = {t: m.saved() for t, m in self._matrices.items() if m.ids}
             try:
                 columns = self._columns.merged() if self._columns is not None else None
-                self.files.save(self.source.content_stamp(), matrices, self._keywords, columns)
+                self.files.save(
+                    self.source.content_stamp(), matrices, self._keywords, columns, position
+                )
             except OSError as exc:  # a cache: the store itself is fine without it
                 print(f"graphmem: search cache not saved: {exc}", file=sys.stderr)
+
+
+def _saved_matrix(saved: SearchCache, name: str, dim: int) -> VectorMatrix | None:
+    hit = saved.matrix(name, dim)
+    if hit is None:
+        return None
+    held = VectorMatrix()
+    held.ids, held.rows = hit[0], Rows(hit[1])
+    projection = saved.projection(name, len(hit[0]))
+    if projection is not None:
+        held.basis, held.projected = projection[0], Rows(projection[1])
+    return held
 
 
 def saved_space_names(home: Path) -> set[str]:

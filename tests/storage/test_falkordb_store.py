@@ -20,6 +20,7 @@ pytest.importorskip("falkordb", reason="needs the falkordb extra")
 from graphmem.embeddings.base import EmbeddingSpace
 from graphmem.errors import Conflict, InvalidInput, StorageError
 from graphmem.idempotency import StoreKey
+from graphmem.indexes import search_state
 from graphmem.indexes.changes import (
     LayersSet,
     MemoriesChanged,
@@ -33,6 +34,7 @@ from graphmem.models import Memory, utcnow
 from graphmem.storage.falkordb import connection, follower, lease, schema, stream
 from graphmem.storage.falkordb.follower import ChangeFollower
 from graphmem.storage.falkordb.lease import Lease
+from graphmem.storage.falkordb.scans import FalkorScans
 from graphmem.storage.falkordb.store import FalkorStore
 from graphmem.storage.falkordb.trim import MARKER_MARGIN, RETENTION, trim
 from graphmem.store_url import parse_store_url
@@ -500,6 +502,45 @@ def test_a_node_the_trimming_left_behind_reads_its_search_state_again(
         assert watching.poll() == 0 and watching.rebuilt == 1
     finally:
         other.close()
+
+
+def test_a_node_restarted_after_the_others_wrote_replays_them_onto_its_cache(
+    falkordb_server: Server, node_a: FalkorStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its search cache says where in the change stream it was saved; the restarted node
+    replays what came after onto it, where it read every vector, field and text back from the
+    graph (minutes at 100k memories)."""
+    monkeypatch.setattr(search_state, "MIN_MEMORIES", 1)  # a cache for a store this small
+    url = parse_store_url(falkordb_server.store_url("project"))
+    node_a.memories.insert([_memory(1)], _vector(1), SPACE)
+    b = FalkorStore.open(url, tmp_path / "b")
+    assert [h[0] for h in b.vectors.nearest(SPACE, _vector(1)[0], 1)] == [_memory(1).id]
+    assert b.memories.keyword_search("note", top=5)  # keywords and columns held, then saved
+    assert b.memories.scoring_rows([_memory(1).id])
+    b.close()
+    written = Memory(
+        id=_memory(2).id, content="the ledger replica lagged behind", created_at=utcnow(),
+        updated_at=utcnow(),
+    )  # fmt: skip
+    node_a.memories.insert([written], _vector(2), SPACE)  # while b is down
+    node_a.memories.delete(_memory(1).id)
+    for scan in ("vector_rows", "memory_columns", "search_texts"):
+        monkeypatch.setattr(FalkorScans, scan, _refused(scan))
+    b = FalkorStore.open(url, tmp_path / "b")
+    try:
+        _until(lambda: [h[0] for h in b.vectors.nearest(SPACE, _vector(2)[0], 1)] == [written.id])
+        assert [h[0] for h in b.memories.keyword_search("ledger", top=5)] == [written.id]
+        assert b.memories.keyword_search("note", top=5) == []  # the deletion replayed too
+        assert written.id in b.memories.scoring_rows([written.id])
+    finally:
+        b.close()
+
+
+def _refused(scan: str) -> Any:
+    def refused(*args: Any) -> None:
+        raise AssertionError(f"the node read {scan} back from the graph")
+
+    return refused
 
 
 def test_a_replicated_write_returns_once_the_replica_has_it_and_fails_loudly_when_none_does(

@@ -39,7 +39,11 @@ log = logging.getLogger("graphmem.storage")
 
 
 class ChangeFollower:
-    def __init__(self, conn: FalkorConnection, listener: ChangeListener) -> None:
+    def __init__(
+        self, conn: FalkorConnection, listener: ChangeListener, *, since: str | None = None
+    ) -> None:
+        """`since`: the entry after which to apply the stream (what the listener holds is
+        exact up to it); by default, the newest entry (it holds nothing yet)."""
         self.conn = conn
         self.listener = listener
         self.applied = 0  # entries of other nodes taken in
@@ -48,8 +52,10 @@ class ChangeFollower:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._client: Any = conn.stream_client()
-        newest = self._client.xrevrange(conn.stream_key, count=1)
-        self.last: str = _text(newest[0][0]) if newest else "0-0"
+        if since is None:
+            newest = self._client.xrevrange(conn.stream_key, count=1)
+            since = _text(newest[0][0]) if newest else "0-0"
+        self.last: str = since
 
     def start(self) -> ChangeFollower:
         self._thread = threading.Thread(target=self._run, name="graphmem-follower", daemon=True)
@@ -57,10 +63,27 @@ class ChangeFollower:
         return self
 
     def stop(self) -> None:
+        """Stop the thread; the client stays open for `catch_up`."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(BLOCK_MS / 1000 * 4)
             self._thread = None
+
+    def catch_up(self) -> str | None:
+        """Take in what the stream holds now; returns the entry up to which the listener is
+        exact (None when the server could not be read). Call it stopped, with the writer
+        paused, so that no commit lands after it unread."""
+        try:
+            while True:
+                read = self.last
+                self.poll()
+                if self.last == read:
+                    return read
+        except (redis.RedisError, OSError, StorageError):
+            return None
+
+    def close(self) -> None:
+        self.stop()
         self._client.close()
 
     def _run(self) -> None:

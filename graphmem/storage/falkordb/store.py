@@ -77,8 +77,12 @@ class FalkorStore:
             self.memories, self.vectors, self.pending, self.steward, self.documents,
             self.entities, self.tables, self.knowledge, self.sessions, self.scans, self,
         )  # fmt: skip
-        # the other nodes' writes, from the change stream
-        self.follower = ChangeFollower(conn, self.search).start() if follow else None
+        # the other nodes' writes, from the change stream: from where the search cache was
+        # saved, when the others wrote since
+        since = None
+        if follow and not self.search.files.valid_for(self.scans.content_stamp()):
+            since = self.search.resume()
+        self.follower = ChangeFollower(conn, self.search, since=since).start() if follow else None
 
     @classmethod
     def open(
@@ -120,12 +124,17 @@ class FalkorStore:
         return self.conn.closed
 
     def close(self) -> None:
-        if self.follower is not None:
-            self.follower.stop()
+        follower = self.follower
+        if follower is not None:
+            follower.stop()
         with self.conn.writer_paused():
             if self.conn.closed:
                 return
-            self.search.save(self.memories.count)
+            # the cache says where in the stream it is exact: a restart replays from there
+            position = follower.catch_up() if follower is not None else None
+            self.search.save(self.memories.count, position=position)
+            if follower is not None:
+                follower.close()
             self.conn.close()
 
     def migrate(self) -> list[MigrationInfo]:
