@@ -42,9 +42,11 @@ lint: setup
 # the suites of what the store does, once more on LadybugDB (Kùzu's maintained fork)
 LADYBUG_SUITES := tests/contract tests/storage tests/indexes tests/test_service.py tests/recall tests/graph tests/knowledge \
 	tests/documents tests/steward
-# the feature suites once more on a FalkorDB server (a graph per test), as a team's nodes run
+# the feature suites once more on a FalkorDB server (a graph per test), as a team's nodes run,
+# with the console's pages and a tour of every MCP tool
 FALKORDB_SUITES := tests/test_service.py tests/recall tests/graph tests/knowledge tests/documents \
-	tests/steward tests/sessions tests/test_curation.py tests/test_idempotency.py
+	tests/steward tests/sessions tests/test_curation.py tests/test_idempotency.py \
+	tests/test_transfer.py tests/console/test_pages.py tests/mcp/test_output_schemas.py
 # one pytest worker per core (at most four: the tests start graphmem processes of their own)
 PYTEST := $(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
