@@ -306,7 +306,8 @@ def test_verification_is_due_for_important_and_canonical_memories_not_checked_la
     due = contract_store.knowledge.verification_due(before=before, min_importance=0.7, limit=10)
     order = _ids(due)
     assert sorted(order) == sorted([never.id, oldest.id, older.id, canonical.id])
-    assert order.index(oldest.id) < order.index(older.id)  # the oldest check first
+    assert order.index(never.id) < order.index(oldest.id)  # never checked: the most due
+    assert order.index(oldest.id) < order.index(older.id)  # then the oldest check
     assert order.index(never.id) < order.index(canonical.id)  # then the more important
     assert {m.id: m for m in due}[oldest.id] == contract_store.memories.get(oldest.id)
     top = contract_store.knowledge.verification_due(before=before, min_importance=0.7, limit=2)

@@ -287,14 +287,12 @@ class FalkorKnowledge:
     def verification_due(
         self, *, before: datetime, min_importance: float, limit: int
     ) -> list[Memory]:
-        """Ordered as on the embedded engines: both sort NULL last, so the never verified come
-        after the checked ones (the protocol says first)."""
         rows = self.conn.read(
             "MATCH (m:Memory) WHERE m.lifecycle IN ['active', 'canonical'] "
             "AND (m.lifecycle = 'canonical' OR m.importance >= $imp) "
             "AND (m.verified_at IS NULL OR m.verified_at < $before) "
             f"RETURN {RETURN_MEMORY} "
-            "ORDER BY m.verified_at, m.importance DESC, m.created_at LIMIT $limit",
+            "ORDER BY m.verified_at IS NULL DESC, m.verified_at, m.importance DESC, m.created_at LIMIT $limit",
             {"imp": min_importance, "before": before, "limit": limit},
         )
         return [row_to_memory(r) for r in rows]

@@ -263,7 +263,7 @@ class KuzuKnowledge:
             "MATCH (m:Memory) WHERE m.lifecycle IN ['active', 'canonical'] "
             "AND (m.lifecycle = 'canonical' OR m.importance >= $imp) "
             "AND (m.verified_at IS NULL OR m.verified_at < $before) "
-            f"RETURN {RETURN_MEMORY} ORDER BY m.verified_at, m.importance DESC, m.created_at LIMIT $limit",
+            f"RETURN {RETURN_MEMORY} ORDER BY m.verified_at IS NULL DESC, m.verified_at, m.importance DESC, m.created_at LIMIT $limit",
             {"imp": min_importance, "before": before, "limit": limit},
         )
         return [row_to_memory(r) for r in rows]
