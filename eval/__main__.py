@@ -172,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="keep each set's store under this folder, and reuse one built there before",
     )
+    multihop.add_argument(
+        "--walk",
+        action="store_true",
+        help="also where the gold passages recall misses lie in recall_multihop's walk (slower)",
+    )
     multihop.add_argument("--out", type=Path)
     every = sub.add_parser("all", help="LoCoMo, LongMemEval and Cranfield: a table of headlines")
     every.add_argument("--bench", type=Path, default=Path("../shared/bench"))
@@ -466,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         names = list(SETS) if args.set == "both" else [args.set]
         result = run_sets(
             args.data, names, _systems(args.system), embedder=embedder,
-            limit_questions=args.questions, store_dir=args.store,
+            limit_questions=args.questions, store_dir=args.store, walk=args.walk,
             progress=lambda msg: print(msg, file=sys.stderr),
         )  # fmt: skip
         _write(result, args.out)

@@ -11,6 +11,10 @@ retrieval".
 
 A built store can be kept (`store_dir`): a file beside it records what it holds, and a later run
 on the same corpus and embedding space asks its questions without storing anything again.
+
+`walk=True` also reports where the gold passages recall leaves out of its top 5 lie in the walk
+`recall_multihop` makes (graphmem.graph.multihop, called as recall_multihop calls it): in the
+pool of recall hits it fuses, in the walked subgraph, near the top of its PageRank.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +33,9 @@ from eval.progress import every
 from eval.systems import GRAPH
 from graphmem import open_store
 from graphmem.embeddings.base import Embedder
+from graphmem.graph import multihop as walking
+from graphmem.graph.ops import POOL
+from graphmem.recall.config import get_recipe
 
 KS = (2, 5)
 SYSTEMS = ("hybrid", GRAPH, "bm25", "vector")
@@ -100,6 +107,56 @@ def title_recall(titles: Sequence[str], gold: Sequence[str], k: int) -> float:
     return recall_at(titles, list(gold), k)
 
 
+def titles_of(gm: Any) -> dict[str, str]:
+    """Memory id -> the title of its passage, for every memory of the store."""
+    titles: dict[str, str] = {}
+    cursor = None
+    while True:
+        page = gm.export_page(cursor, limit=5000)
+        titles.update((m.id, m.metadata.get("title", "")) for m in page.memories)
+        cursor = page.next_cursor
+        if not cursor or not page.memories:
+            return titles
+
+
+REACH = ("missed", "in_pool", "reached", "pagerank_top3", "pagerank_top10", "full_after_one_hop")
+# recall_multihop's defaults (GraphAPI.recall_multihop)
+SEED_K, MAX_HOPS, DAMPING = 5, 2, 0.85
+
+
+def walk_reach(
+    gm: Any, question: str, gold: Sequence[str], title_of: dict[str, str]
+) -> Counter[str]:
+    """For the gold titles recall leaves out of its top k: how many are in the recall hits the
+    walk is fused with (`pool`), in the subgraph the walk gathers (`reached`), and among the 3
+    and 10 memories PageRank ranks first that are not seeds. `full_after_one_hop`: the walk
+    had gathered its most memories before its second hop."""
+    recipe = get_recipe(gm.settings.recall_recipe).model_copy(update={"w_answer": 0.0})
+    hits = gm.recall(question, limit=POOL, recipe=recipe).hits
+    titles = [title_of.get(h.memory.id, "") for h in hits]
+    seeds = {h.memory.id: h.score for h in hits[:SEED_K]}
+    found: Counter[str] = Counter()
+    if not seeds:
+        return found
+    sub = walking.gather(gm.store, list(seeds), max_hops=MAX_HOPS)
+    ranked = walking.rank(sub, seeds, damping=DAMPING)
+    others = sorted((m for m in ranked if m not in seeds), key=lambda m: -ranked[m])
+    first = [title_of.get(m) for m in others[:10]]
+    reached = {title_of.get(m) for m in sub.memories}
+    one_hop = walking.gather(gm.store, list(seeds), max_hops=1)
+    found["full_after_one_hop"] += len(one_hop.memories) >= walking.MAX_MEMORIES
+    found["walk_memories"] += len(sub.memories)
+    for title in gold:
+        if title in titles[: max(KS)]:
+            continue
+        found["missed"] += 1
+        found["in_pool"] += title in titles
+        found["reached"] += title in reached
+        found["pagerank_top3"] += title in first[:3]
+        found["pagerank_top10"] += title in first
+    return found
+
+
 def _fingerprint(corpus: Sequence[dict[str, Any]], embedder: Embedder) -> dict[str, Any]:
     return {
         "passages": len(corpus),
@@ -155,6 +212,7 @@ def run(
     embedder: Embedder,
     limit_questions: int | None = None,
     store_dir: Path | None = None,
+    walk: bool = False,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """One set (`name`, a key of SETS, or any name for a folder in the same layout): build the
@@ -169,7 +227,8 @@ def run(
     seconds: dict[str, list[float]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
     top: dict[str, list[list[str]]] = defaultdict(list)  # system -> each question's top titles
-    walked: dict[str, list[int]] = defaultdict(list)
+    subgraphs: dict[str, list[int]] = defaultdict(list)
+    reach: Counter[str] = Counter()
     with _folder(store_dir, name) as (path, record):
         reused = record is not None and record.is_file()
         if reused:
@@ -190,6 +249,7 @@ def run(
                 built = {"fingerprint": fingerprint, "ingest": build(gm, corpus, progress)}
                 if record is not None:
                     record.write_text(json.dumps(built, indent=2) + "\n", encoding="utf-8")
+            title_of = titles_of(gm)
             report = every(max(len(questions) // 10, 1), f"{name}: questions", progress)
             for done, question in enumerate(questions, 1):
                 kind = category(question)
@@ -204,16 +264,20 @@ def run(
                         else gm.recall(question["question"], limit=k, recipe=system)
                     )
                     seconds[system].append(time.perf_counter() - started)
-                    titles = [h.memory.metadata.get("title", "") for h in result.hits]
+                    titles = [title_of[h.memory.id] for h in result.hits]
                     top[system].append(titles)
                     if system == GRAPH:
-                        walked["memories"].append(result.subgraph.get("memories", 0))
-                        walked["entities"].append(result.subgraph.get("entities", 0))
+                        subgraphs["memories"].append(result.subgraph.get("memories", 0))
+                        subgraphs["entities"].append(result.subgraph.get("entities", 0))
                     for n in KS:
                         r = title_recall(titles, question["gold_titles"], n)
                         scores[system][n]["overall"].append(r)
                         if kind:
                             scores[system][n][kind].append(r)
+                if walk:
+                    reach.update(
+                        walk_reach(gm, question["question"], question["gold_titles"], title_of)
+                    )
                 report(done, len(questions))
     kinds = [c for c in counts if c != "overall"]
     per_system = {}
@@ -240,8 +304,18 @@ def run(
     }
     if GRAPH in systems and "hybrid" in systems:
         result["graph_vs_hybrid"] = compare(
-            top["hybrid"], top[GRAPH], [q["gold_titles"] for q in questions], walked
+            top["hybrid"], top[GRAPH], [q["gold_titles"] for q in questions], subgraphs
         )
+    if walk:
+        result["walk"] = {
+            "questions": len(questions),
+            "gold_titles": sum(len(q["gold_titles"]) for q in questions),
+            **{key: reach[key] for key in REACH},
+            "walk_memories_mean": round(reach["walk_memories"] / max(len(questions), 1), 1),
+            "note": f"gold titles outside recall's top {max(KS)}: in its top {POOL} "
+            "(in_pool), in the walked subgraph (reached), among the first 3 / 10 non-seed "
+            "memories of its PageRank",
+        }
     if name in SETS:
         result["table"] = table(per_system, name)
     return result
@@ -251,7 +325,7 @@ def compare(
     hybrid: Sequence[Sequence[str]],
     graph: Sequence[Sequence[str]],
     gold: Sequence[Sequence[str]],
-    walked: dict[str, list[int]],
+    subgraphs: dict[str, list[int]],
 ) -> dict[str, Any]:
     """Where the walk's top 5 differs from recall's: questions whose top-5 titles differ, gold
     titles in one top 5 and not the other, and how big the walked subgraphs were."""
@@ -265,8 +339,8 @@ def compare(
         "questions_with_another_top5": differ,
         "gold_titles_only_graph_top5": only_graph,
         "gold_titles_only_hybrid_top5": only_hybrid,
-        "subgraph_memories_mean": round(sum(walked["memories"]) / max(len(graph), 1), 1),
-        "subgraph_entities_mean": round(sum(walked["entities"]) / max(len(graph), 1), 1),
+        "subgraph_memories_mean": round(sum(subgraphs["memories"]) / max(len(graph), 1), 1),
+        "subgraph_entities_mean": round(sum(subgraphs["entities"]) / max(len(graph), 1), 1),
     }
 
 
@@ -291,6 +365,7 @@ def run_sets(
     embedder: Embedder,
     limit_questions: int | None = None,
     store_dir: Path | None = None,
+    walk: bool = False,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Each named set under `data` (../shared/bench/multihop), with the run's settings and the
@@ -314,7 +389,7 @@ def run_sets(
         started = time.perf_counter()
         out[name] = run(
             data / SETS[name], name, systems, embedder=embedder,
-            limit_questions=limit_questions, store_dir=store_dir, progress=progress,
+            limit_questions=limit_questions, store_dir=store_dir, walk=walk, progress=progress,
         )  # fmt: skip
         out[name]["run_seconds"] = round(time.perf_counter() - started, 1)
     out["published"] = PUBLISHED
