@@ -128,9 +128,9 @@ def walk_reach(
     gm: Any, question: str, gold: Sequence[str], title_of: dict[str, str]
 ) -> Counter[str]:
     """For the gold titles recall leaves out of its top k: how many are in the recall hits the
-    walk is fused with (`pool`), in the subgraph the walk gathers (`reached`), and among the 3
-    and 10 memories PageRank ranks first that are not seeds. `full_after_one_hop`: the walk
-    had gathered its most memories before its second hop."""
+    walk is fused with (`in_pool`), in the subgraph the walk gathers (`reached`), and among the
+    3 and 10 memories PageRank ranks first that are not seeds. `full_after_one_hop`: the walk
+    had gathered as many memories as it may (MAX_MEMORIES) before its second hop."""
     recipe = get_recipe(gm.settings.recall_recipe).model_copy(update={"w_answer": 0.0})
     hits = gm.recall(question, limit=POOL, recipe=recipe).hits
     titles = [title_of.get(h.memory.id, "") for h in hits]
@@ -258,17 +258,17 @@ def run(
                     counts[kind] += 1
                 for system in systems:
                     started = time.perf_counter()
-                    result = (
+                    answer = (
                         gm.recall_multihop(question["question"], limit=k)
                         if system == GRAPH
                         else gm.recall(question["question"], limit=k, recipe=system)
                     )
                     seconds[system].append(time.perf_counter() - started)
-                    titles = [title_of[h.memory.id] for h in result.hits]
+                    titles = [title_of[h.memory.id] for h in answer.hits]
                     top[system].append(titles)
                     if system == GRAPH:
-                        subgraphs["memories"].append(result.subgraph.get("memories", 0))
-                        subgraphs["entities"].append(result.subgraph.get("entities", 0))
+                        subgraphs["memories"].append(answer.subgraph.get("memories", 0))
+                        subgraphs["entities"].append(answer.subgraph.get("entities", 0))
                     for n in KS:
                         r = title_recall(titles, question["gold_titles"], n)
                         scores[system][n]["overall"].append(r)
