@@ -1,6 +1,6 @@
-"""`python -m eval locomo|longmemeval|beir|docs|all|bench|bench-recovery|extract|entities|steward|
-console|startup-load|walk-after-write|falkordb-probe|team-server|failover ...`: runs an evaluation and writes JSON
-results."""
+"""`python -m eval locomo|longmemeval|beir|docs|multihop|all|bench|bench-recovery|extract|
+entities|steward|console|startup-load|walk-after-write|falkordb-probe|team-server|failover ...`:
+runs an evaluation and writes JSON results."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def _write(payload: object, out: Path | None) -> None:
 
 
 ALL_SYSTEMS = ["hybrid", "hybrid-nograph", "graph", "bm25", "vector"]
+MULTIHOP_SYSTEMS = ["hybrid", "graph", "bm25", "vector"]
 
 
 def _systems(arg: str) -> list[str]:
@@ -153,6 +154,30 @@ def main(argv: list[str] | None = None) -> int:
         "--details", action="store_true", help="add each question's top 5 (path, heading)"
     )
     docs.add_argument("--out", type=Path)
+    multihop = sub.add_parser(
+        "multihop", help="2WikiMultihopQA and MuSiQue passage Recall@2/5 (the HippoRAG protocol)"
+    )
+    multihop.add_argument(
+        "--data",
+        type=Path,
+        default=Path("../shared/bench/multihop"),
+        help="the folder of 2wikimultihopqa/ and musique/",
+    )
+    multihop.add_argument("--set", default="both", choices=["2wiki", "musique", "both"])
+    multihop.add_argument("--system", default=",".join(MULTIHOP_SYSTEMS), help=systems_help)
+    multihop.add_argument("--questions", type=int, help="only the first N questions of each set")
+    multihop.add_argument("--embedding", default="local", help=embedding.HELP)
+    multihop.add_argument(
+        "--store",
+        type=Path,
+        help="keep each set's store under this folder, and reuse one built there before",
+    )
+    multihop.add_argument(
+        "--walk",
+        action="store_true",
+        help="also where the gold passages recall misses lie in recall_multihop's walk (slower)",
+    )
+    multihop.add_argument("--out", type=Path)
     every = sub.add_parser("all", help="LoCoMo, LongMemEval and Cranfield: a table of headlines")
     every.add_argument("--bench", type=Path, default=Path("../shared/bench"))
     every.add_argument(
@@ -453,6 +478,17 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         print(suite.table(results["headline"]))
         print(f"wrote {out}")
+        return 0
+    if args.command == "multihop":
+        from eval.multihop import SETS, run_sets
+
+        names = list(SETS) if args.set == "both" else [args.set]
+        result = run_sets(
+            args.data, names, _systems(args.system), embedder=embedder,
+            limit_questions=args.questions, store_dir=args.store, walk=args.walk,
+            progress=lambda msg: print(msg, file=sys.stderr),
+        )  # fmt: skip
+        _write(result, args.out)
         return 0
     if args.command == "locomo":
         from eval.locomo import run

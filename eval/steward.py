@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.paraphrase import exact_variant, paraphrase
+from eval.progress import every
 from eval.steward_texts import SAME_TEXT, Text, jaccard, pool
 from graphmem.models import utcnow
 from graphmem.steward.models import StewardPolicy
@@ -405,18 +406,6 @@ def generate(
     return Corpus(plan, items, b.truth, files, citations, changes, reverify, now)
 
 
-def _every(step: int, what: str, progress: Callable[[str], None]) -> Callable[[int, int], None]:
-    """A progress callback that reports about every `step` items, and the last."""
-    last = [0]
-
-    def report(done: int, total: int) -> None:
-        if done - last[0] >= step or done == total:
-            last[0] = done
-            progress(f"{what} {done:,} / {total:,}")
-
-    return report
-
-
 def build(
     gm: Any,
     corpus: Corpus,
@@ -460,7 +449,7 @@ def build(
         seconds["import"] = seconds.get("import", 0.0) + time.perf_counter() - start
         if extract:
             start = time.perf_counter()
-            gm.index_triples(on_progress=_every(max(len(part) // 10, 1), "extracted", progress))
+            gm.index_triples(on_progress=every(max(len(part) // 10, 1), "extracted", progress))
             seconds["extract"] = time.perf_counter() - start
     started = time.perf_counter()
     for memory_id, path in corpus.citations:
