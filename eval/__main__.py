@@ -104,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         "--notes", type=Path, default=Path("eval/data/entity_resolution_notes.json")
     )
     entities.add_argument(
-        "--sources", default="docs,locomo,notes", help="comma-separated: docs, locomo, notes"
+        "--sources",
+        default="docs,locomo,notes,2wiki,musique",
+        help="comma-separated: docs, locomo, notes, 2wiki, musique",
     )
     entities.add_argument(
         "--cross",
@@ -112,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         help="also leave one corpus out: rules tuned on docs measured on LoCoMo, and back",
     )
     entities.add_argument("--embedding", default="local", help=embedding.HELP)
-    entities.add_argument("--out", type=Path, default=Path("eval/results/entity_resolution.json"))
+    entities.add_argument(
+        "--out", type=Path, help="default: eval/results/<the labels file's name>.json"
+    )
     systems_help = f"recipe name(s) or 'graph', comma-separated; 'all' = {','.join(ALL_SYSTEMS)}"
     lme = sub.add_parser("longmemeval", help="LongMemEval _S session recall and nDCG @5/10")
     lme.add_argument(
@@ -428,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
             kinds=args.sources.split(","), with_cross=args.cross,
             progress=lambda msg: print(msg, file=sys.stderr),
         )  # fmt: skip
-        _write(result, args.out)
+        _write(result, args.out or Path("eval/results") / f"{args.labels.stem}.json")
         return 0
     if args.command == "hooks":
         from eval.bench_hooks import run_bench_hooks

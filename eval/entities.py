@@ -3,7 +3,9 @@
 `eval/data/entity_resolution.jsonl` labels mentions with the thing they refer to (its first line
 says how they were drawn and judged). The texts stay in the bench folder: every document under
 `docs/` is one store (cut into chunks as `graphmem docs index` cuts them), each LoCoMo
-conversation is a store of its turns ("speaker: text"), and the notes are one store. Each store's
+conversation is a store of its turns ("speaker: text"), the notes are one store, and each
+multi-hop corpus (`multihop/2wikimultihopqa/corpus.json`, `multihop/musique/corpus.json`) is one
+store of the passages its labels name, in corpus order, each as "title.\\ntext". Each store's
 texts are extracted once by the real extractor, then resolved in order, in batches, into a fresh
 temp store with the rules under test. A labelled mention is found among the names extracted from
 its source text (same spelling, else same normalised name, else the longest extracted name inside
@@ -14,8 +16,10 @@ store:
 - precision = TP / pairs put in one entity; recall = TP / pairs labelled one thing.
 
 A mention the extractor no longer finds counts as an entity of its own. The headline is docs and
-LoCoMo together; the notes, written for this set, are reported apart. With `cross`, every setting
-of a small grid of rules is scored, the best (F1) on one corpus is measured on the other.
+LoCoMo together; the notes, written for this set, are reported apart. A label file of multi-hop
+passages only (`eval/data/entity_resolution_wiki.jsonl`, a second set to check tuning on) has its
+corpora as its headline. With `cross`, every setting of a small grid of rules is scored, the best
+(F1) on one corpus is measured on the other.
 """
 
 from __future__ import annotations
@@ -39,8 +43,12 @@ from graphmem.embeddings.base import Embedder
 from graphmem.graph.indexer import TripleIndexer
 from graphmem.graph.resolution import DEFAULT_RULES, ResolutionRules
 
-KINDS = ("docs", "locomo", "notes")
+KINDS = ("docs", "locomo", "notes", "2wiki", "musique")
 HEADLINE = ("docs", "locomo")  # the notes are written for this set: reported, not averaged in
+MULTIHOP = {  # a source's corpus path (under the bench folder) -> its store
+    "multihop/2wikimultihopqa/corpus.json": "2wiki",
+    "multihop/musique/corpus.json": "musique",
+}
 BATCH = 256  # texts per indexing batch, as `graphmem index-triples` does
 EXAMPLES = 8  # wrong pairs shown per corpus and kind of mistake
 
@@ -53,9 +61,13 @@ class Label:
 
     @property
     def store(self) -> str:
-        """Where the mention lives: "docs", "notes" or "locomo:<conversation>"."""
+        """Where the mention lives: "docs", "notes", "locomo:<conversation>", "2wiki" or
+        "musique"."""
         if self.source.startswith("notes#"):
             return "notes"
+        corpus = self.source.split("#", 1)[0]
+        if corpus in MULTIHOP:
+            return MULTIHOP[corpus]
         if self.source.startswith("locomo/"):
             return "locomo:" + self.source.split("#", 1)[1].split("/", 1)[0]
         return "docs"
@@ -109,6 +121,18 @@ def locomo_turns(bench: Path, conversations: Iterable[str]) -> dict[str, dict[st
     return out
 
 
+def passages(bench: Path, corpus: str, indices: Iterable[int]) -> dict[int, str]:
+    """Passages of a multi-hop corpus by index, in corpus order, each as its title ended as a
+    sentence ("title.\\ntext": with a bare line break the tagger runs a title's name into the
+    text's first words)."""
+    rows = json.loads((bench / corpus).read_text(encoding="utf-8"))
+    out = {}
+    for i in sorted(set(indices)):
+        title = rows[i]["title"].strip()
+        out[i] = f"{title}{'' if title.endswith(('.', '!', '?')) else '.'}\n{rows[i]['text']}"
+    return out
+
+
 @dataclass
 class StoreTexts:
     """One store's texts in indexing order, and which of them each source names."""
@@ -142,6 +166,14 @@ def store_texts(
         stores["notes"] = StoreTexts(
             [row["text"] for row in rows], {f"notes#{row['id']}": [i] for i, row in enumerate(rows)}
         )
+    for corpus, name in MULTIHOP.items():
+        if name in kinds:
+            assert bench is not None, f"the {name} labels need the bench folder"
+            wanted = [int(label.source.split("#", 1)[1]) for label in labels if label.kind == name]
+            texts = passages(bench, corpus, wanted)
+            stores[name] = StoreTexts(
+                list(texts.values()), {f"{corpus}#{i}": [n] for n, i in enumerate(texts)}
+            )
     return stores
 
 
@@ -305,7 +337,8 @@ def score(
 def summary(placed: Sequence[Placed]) -> dict[str, Any]:
     counts, wrong = score(placed)
     headline = PairCounts()
-    for kind in HEADLINE:
+    kinds = [k for k in HEADLINE if k in counts] or [k for k in counts if k in MULTIHOP.values()]
+    for kind in kinds:
         headline.add(counts.get(kind, PairCounts()))
     out: dict[str, Any] = {"overall": headline.scores()}
     for kind in KINDS:
