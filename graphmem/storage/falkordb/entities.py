@@ -36,7 +36,13 @@ from graphmem.storage.falkordb.graph_writes import (
 from graphmem.storage.falkordb.memories import FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.values import from_micros
-from graphmem.storage.protocols.entities import EntityRow, FactRow, Mention, Provenance
+from graphmem.storage.protocols.entities import (
+    EntityLink,
+    EntityRow,
+    FactRow,
+    Mention,
+    Provenance,
+)
 from graphmem.storage.protocols.pending import EXTRACT
 
 _Row = TypeVar("_Row", bound=tuple[str, ...])
@@ -48,6 +54,17 @@ _MOVED = (
     ("SUBJECT", "(m:Fact)-[r:SUBJECT]->(d:Entity {id: dup})"),
     ("OBJECT", "(m:Fact)-[r:OBJECT]->(d:Entity {id: dup})"),
 )
+
+# an EntityLink's kind -> (the label of its source, the relationship into the entity)
+_LINKS = {
+    "memory": ("Memory", "MENTIONS"),
+    "chunk": ("Chunk", "MENTIONS"),
+    "subject": ("Fact", "SUBJECT"),
+    "object": ("Fact", "OBJECT"),
+}
+
+
+_KINDS = list(_LINKS)
 
 
 def _text(title: str | None, content: str) -> str:
@@ -209,21 +226,93 @@ class FalkorEntities:
                 "MATCH (e:Entity {id: $id}) DELETE e", {"id": entity_id}, entity_graph=True
             )
 
-    def restore(self, row: dict[str, Any]) -> None:
-        created = row["created_at"]
-        with self.conn.transaction():
-            self.conn.write(
-                "MERGE (e:Entity {id: $id}) SET e.name = $name, e.norm = $norm, e.key = $key, "
-                "e.label = $label, e.created_at = $created_at",
-                {
-                    **{k: row[k] for k in ("id", "name", "norm", "key", "label")},
-                    # as it comes back from JSON (an audit row), or as `row` read it
-                    "created_at": datetime.fromisoformat(created)
-                    if isinstance(created, str)
-                    else created,
-                },
-                entity_graph=True,
+    def rewrite(
+        self,
+        *,
+        rows: Sequence[dict[str, Any]] = (),
+        unalias: Sequence[tuple[str, str]] = (),
+        aliases: dict[str, str] | None = None,
+        unlink: Sequence[EntityLink] = (),
+        link: Sequence[EntityLink] = (),
+        delete: Sequence[str] = (),
+    ) -> None:
+        """One correction, as one query: each statement matches its nodes by key from an
+        UNWIND, so one whose memory is gone matches nothing and the next runs on."""
+        conn = self.conn
+        with conn.transaction():
+            for row in rows:
+                self._put_row(row)
+            if unalias:
+                conn.write(
+                    "UNWIND $rows AS r MATCH (a:EntityAlias {norm: r.norm}) "
+                    "WHERE a.entity = r.entity DELETE a",
+                    {"rows": [{"norm": n, "entity": e} for n, e in unalias]},
+                    entity_graph=True,
+                )
+            if aliases:
+                conn.write(
+                    "UNWIND $rows AS r MERGE (a:EntityAlias {norm: r.norm}) SET a.entity = r.entity",
+                    {"rows": [{"norm": n, "entity": e} for n, e in aliases.items()]},
+                    entity_graph=True,
+                )
+            for kind, (label, rel) in _LINKS.items():
+                gone = [asdict(e) for e in unlink if e.kind == kind]
+                if gone:
+                    conn.write(
+                        f"UNWIND $rows AS r MATCH (s:{label} {{id: r.source}})-[x:{rel}]->"
+                        "(e:Entity {id: r.entity}) DELETE x",
+                        {"rows": gone},
+                        entity_graph=True,
+                    )
+            for kind, (label, rel) in _LINKS.items():
+                made = [asdict(e) for e in link if e.kind == kind]
+                if made:
+                    keep = (
+                        " ON CREATE SET x.name = r.name, x.extractor = r.extractor"
+                        if rel == "MENTIONS"
+                        else ""
+                    )
+                    conn.write(
+                        f"UNWIND $rows AS r MATCH (s:{label} {{id: r.source}}) "
+                        f"MATCH (e:Entity {{id: r.entity}}) MERGE (s)-[x:{rel}]->(e){keep}",
+                        {"rows": made},
+                        entity_graph=True,
+                    )
+            for entity_id in delete:
+                self.delete(entity_id)
+
+    def links(self, entity_ids: Sequence[str]) -> list[EntityLink]:
+        wanted = list(dict.fromkeys(entity_ids))
+        found: list[EntityLink] = []
+        for kind, (label, rel) in _LINKS.items():
+            named = "x.name, x.extractor" if rel == "MENTIONS" else "'' AS n, '' AS x"
+            rows = self.conn.read(
+                f"UNWIND $e AS i MATCH (s:{label})-[x:{rel}]->(e:Entity {{id: i}}) "
+                f"RETURN e.id, s.id, {named} ORDER BY e.id, s.id",
+                {"e": wanted},
             )
+            found += [EntityLink(kind, r[1], r[0], r[2] or "", r[3] or "") for r in rows]
+        order = {e: n for n, e in enumerate(wanted)}
+        return sorted(found, key=lambda e: (order[e.entity], _KINDS.index(e.kind), e.source))
+
+    def _put_row(self, row: dict[str, Any]) -> None:
+        created = row["created_at"]
+        self.conn.write(
+            "MERGE (e:Entity {id: $id}) SET e.name = $name, e.norm = $norm, e.key = $key, "
+            "e.label = $label, e.created_at = $created_at",
+            {
+                **{k: row[k] for k in ("id", "name", "norm", "key", "label")},
+                # as it comes back from JSON (an audit row), or as `row` read it
+                "created_at": datetime.fromisoformat(created)
+                if isinstance(created, str)
+                else created,
+            },
+            entity_graph=True,
+        )
+
+    def restore(self, row: dict[str, Any]) -> None:
+        with self.conn.transaction():
+            self._put_row(row)
             if row["aliases"]:
                 self.conn.write(
                     "UNWIND $aliases AS alias MERGE (a:EntityAlias {norm: alias}) SET a.entity = $id",

@@ -21,10 +21,24 @@ from graphmem.storage.kuzu.memories import KuzuMemories
 from graphmem.storage.kuzu.memory_rows import by_id
 from graphmem.storage.kuzu.pending import KuzuPending
 from graphmem.storage.kuzu.values import time_value
-from graphmem.storage.protocols.entities import EntityRow, FactRow, Mention, Provenance
+from graphmem.storage.protocols.entities import (
+    EntityLink,
+    EntityRow,
+    FactRow,
+    Mention,
+    Provenance,
+)
 from graphmem.storage.protocols.pending import EXTRACT
 
 _Row = TypeVar("_Row", bound=tuple[str, ...])
+
+# an EntityLink's kind -> (the table of its source, the relationship into the entity)
+LINKS = {
+    "memory": ("Memory", "MENTIONS"),
+    "chunk": ("Chunk", "MENTIONS"),
+    "subject": ("Fact", "SUBJECT"),
+    "object": ("Fact", "OBJECT"),
+}
 
 
 class KuzuEntities:
@@ -369,17 +383,81 @@ class KuzuEntities:
                 "MATCH (e:Entity {id: $id}) DETACH DELETE e", {"id": entity_id}, entity_graph=True
             )
 
-    def restore(self, row: dict[str, Any]) -> None:
-        with self.conn.transaction():
-            self.conn.execute(
-                "MERGE (e:Entity {id: $id}) SET e.name = $name, e.norm = $norm, e.key = $key, "
-                "e.label = $label, e.created_at = $created_at",
-                {
-                    **{k: row[k] for k in ("id", "name", "norm", "key", "label")},
-                    "created_at": time_value(row["created_at"]),
-                },
+    def rewrite(
+        self,
+        *,
+        rows: Sequence[dict[str, Any]] = (),
+        unalias: Sequence[tuple[str, str]] = (),
+        aliases: dict[str, str] | None = None,
+        unlink: Sequence[EntityLink] = (),
+        link: Sequence[EntityLink] = (),
+        delete: Sequence[str] = (),
+    ) -> None:
+        """One correction in one transaction; each edge by key, one statement a row (an
+        UNWIND over two node tables runs as joins that read both, see `write_extraction`)."""
+        conn = self.conn
+        with conn.transaction():
+            for row in rows:
+                self._put_row(row)
+            conn.execute_each(
+                "MATCH (a:EntityAlias {norm: $norm}) WHERE a.entity = $entity DELETE a",
+                [{"norm": n, "entity": e} for n, e in unalias],
                 entity_graph=True,
             )
+            conn.execute_each(
+                "MERGE (a:EntityAlias {norm: $norm}) SET a.entity = $entity",
+                [{"norm": n, "entity": e} for n, e in (aliases or {}).items()],
+                entity_graph=True,
+            )
+            for edge in unlink:
+                table, rel = LINKS[edge.kind]
+                conn.execute(
+                    f"MATCH (s:{table} {{id: $s}})-[r:{rel}]->(e:Entity {{id: $e}}) DELETE r",
+                    {"s": edge.source, "e": edge.entity},
+                    entity_graph=True,
+                )
+            for edge in link:
+                table, rel = LINKS[edge.kind]
+                keep = (
+                    " ON CREATE SET r.name = $name, r.extractor = $x" if rel == "MENTIONS" else ""
+                )
+                conn.execute(
+                    f"MATCH (s:{table} {{id: $s}}), (e:Entity {{id: $e}}) "
+                    f"MERGE (s)-[r:{rel}]->(e){keep}",
+                    {"s": edge.source, "e": edge.entity}
+                    | ({"name": edge.name, "x": edge.extractor} if keep else {}),
+                    entity_graph=True,
+                )
+            for entity_id in delete:
+                self.delete(entity_id)
+
+    def links(self, entity_ids: Sequence[str]) -> list[EntityLink]:
+        found: list[EntityLink] = []
+        for entity_id in dict.fromkeys(entity_ids):
+            for kind, (table, rel) in LINKS.items():
+                named = "r.name, r.extractor" if rel == "MENTIONS" else "'' AS n, '' AS x"
+                for source, name, extractor in self.conn.read(
+                    f"MATCH (s:{table})-[r:{rel}]->(e:Entity {{id: $e}}) "
+                    f"RETURN s.id, {named} ORDER BY s.id",
+                    {"e": entity_id},
+                ):
+                    found.append(EntityLink(kind, source, entity_id, name or "", extractor or ""))
+        return found
+
+    def _put_row(self, row: dict[str, Any]) -> None:
+        self.conn.execute(
+            "MERGE (e:Entity {id: $id}) SET e.name = $name, e.norm = $norm, e.key = $key, "
+            "e.label = $label, e.created_at = $created_at",
+            {
+                **{k: row[k] for k in ("id", "name", "norm", "key", "label")},
+                "created_at": time_value(row["created_at"]),
+            },
+            entity_graph=True,
+        )
+
+    def restore(self, row: dict[str, Any]) -> None:
+        with self.conn.transaction():
+            self._put_row(row)
             for alias in row["aliases"]:
                 self.conn.execute(
                     "MERGE (a:EntityAlias {norm: $norm}) SET a.entity = $id",
