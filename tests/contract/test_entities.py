@@ -327,6 +327,7 @@ def test_the_links_into_an_entity_read_back_and_move_in_one_rewrite(contract_sto
         EntityLink("memory", ids[2], ALICE, "Alice", "test"),
         EntityLink("subject", WORKS_ON, ALICE),
     ]
+    assert entities.links([BERLIN])[-1] == EntityLink("object", VISITED, BERLIN)
     # Bob's mention and fact move to a new "bob~2", which is also called "bobby"
     row = {**entities.row(BOB), "id": "bob~2"}
     moved = [EntityLink(e.kind, e.source, "bob~2", e.name, e.extractor) for e in links[:2]]

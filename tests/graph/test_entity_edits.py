@@ -4,6 +4,7 @@ the entity pages show and what later extraction resolves names to, and each is a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -185,3 +186,22 @@ def test_a_split_takes_back_a_wrong_merge_with_its_name(gm: GraphMemory, graph: 
     assert gm.entity_page("postgresql").aliases == []
     assert [m.id for m in gm.entity_page("postgres").memories] == [graph[0]]
     assert "postgres" in _named_in(gm, "Postgres needs a vacuum.")
+
+
+def test_a_split_moves_a_document_chunks_mention_and_its_undo_brings_it_back(
+    gm: GraphMemory, graph: list[str], store_path: Path
+) -> None:
+    doc = store_path.parent / "docs" / "mercury.md"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("# Mercury\n\nMercury runs the payroll batch every night.\n")
+    gm.index_documents([doc])
+    gm.index_triples()
+    chunks = [x.source for x in gm.store.entities.links(["mercury"]) if x.kind == "chunk"]
+    assert len(chunks) == 1
+    before = _picture(gm, "mercury")
+    report = gm.split_entity("mercury", chunks, name="Mercury payroll")
+    entity = next(e for e in gm.list_entities("payroll").entities if e.id == "mercury payroll")
+    assert entity.chunks == 1 and entity.mentions == 0 and report.memories == chunks
+    assert report.audit_id is not None
+    gm.steward_undo(report.audit_id)
+    assert _picture(gm, "mercury") == before
