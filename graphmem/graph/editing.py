@@ -72,16 +72,25 @@ def write(store: Store, old: dict[str, Any], new: dict[str, Any]) -> None:
     )
 
 
-def changed_since(store: Store, after: dict[str, Any]) -> str | None:
-    """The first entity that is no longer as the correction left it (renamed, merged, or made
-    again since): undoing it would wipe the later change."""
+def changed_since(store: Store, before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """The first entity that is no longer as the correction left it (renamed, merged, made
+    again, or one the undo deletes named by another memory since), or a name the undo would
+    point elsewhere that has an entity of its own by now: undoing it would wipe the later
+    change."""
     for entity_id, planned in after.get("entities", {}).items():
         now = store.entities.row(entity_id)
         if (now and {k: now[k] for k in ROW_FIELDS}) != (
             planned and {k: planned[k] for k in ROW_FIELDS}
         ):
             return str(entity_id)
-    return None
+    made = {(x[0], x[1], x[2]) for x in after.get("links", [])}
+    gone = [i for i, row in before.get("entities", {}).items() if row is None]
+    for link in store.entities.links(gone):  # named since by a memory the undo would unlink
+        if (link.kind, link.source, link.entity) not in made:
+            return link.entity
+    aliases = before.get("aliases", {})
+    named = store.entities.names([n for n, e in aliases.items() if n != e])
+    return next((str(n) for n in aliases if n in named and n not in before["entities"]), None)
 
 
 def undo(store: Store, before: dict[str, Any], after: dict[str, Any]) -> None:

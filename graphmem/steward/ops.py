@@ -377,7 +377,7 @@ class StewardOps(Service):
                 continue
             before, after = row["before"] or {}, row["after"] or {}
             changed = self._changed_since(after.get("memories", {})) or editing.changed_since(
-                self.store, after
+                self.store, before, after
             )
             moved = set(sediment.moved_since(self.store, after.get("layers", {})))
             if changed or (moved and moved == set(after["layers"])):

@@ -82,6 +82,9 @@ def test_an_alias_makes_later_text_resolve_to_the_entity_until_it_is_removed(
     removed = gm.remove_entity_alias("redis", "KeyDB")
     assert removed.aliases == [] and removed.audit_id
     assert "keydb" in _named_in(gm, "The session store runs on KeyDB.")
+    undone = gm.steward_undo(removed.audit_id)  # the name has an entity of its own now
+    assert undone.undone == [] and "keydb changed since" in undone.skipped[0]["why"]
+    assert gm.store.entities.resolve_norms(["keydb"]) == {"keydb": "keydb"}
 
 
 def test_an_alias_undone_resolves_no_more(gm: GraphMemory, graph: list[str]) -> None:
@@ -185,7 +188,23 @@ def test_a_split_takes_back_a_wrong_merge_with_its_name(gm: GraphMemory, graph: 
     assert report.new_entity_id == "postgres"
     assert gm.entity_page("postgresql").aliases == []
     assert [m.id for m in gm.entity_page("postgres").memories] == [graph[0]]
-    assert "postgres" in _named_in(gm, "Postgres needs a vacuum.")
+    merged = _picture(gm, "postgresql", "postgres")
+    assert report.audit_id is not None
+    gm.steward_undo(report.audit_id)
+    assert gm.store.entities.resolve_norms(["postgres"]) == {"postgres": "postgresql"}
+    assert gm.entity_page("postgresql").mentions == 2
+    assert _picture(gm, "postgresql", "postgres") != merged
+    assert "postgresql" in _named_in(gm, "Postgres needs a vacuum.")
+
+
+def test_the_undo_of_a_split_whose_entity_was_named_since_is_skipped(
+    gm: GraphMemory, graph: list[str]
+) -> None:
+    report = gm.split_entity("mercury", [graph[4]], name="Mercury team")
+    assert "mercury team" in _named_in(gm, "Mercury team ships the ledger service.")
+    assert report.audit_id is not None
+    undone = gm.steward_undo(report.audit_id)
+    assert undone.undone == [] and "mercury team changed since" in undone.skipped[0]["why"]
 
 
 def test_a_split_moves_a_document_chunks_mention_and_its_undo_brings_it_back(
