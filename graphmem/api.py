@@ -20,12 +20,15 @@ from graphmem.documents.models import (
     SectionText,
 )
 from graphmem.graph.models import (
+    EntityAliasReport,
     EntityList,
     EntityPage,
     IndexReport,
     MemoryGraph,
     MergeEntitiesReport,
     MultiHopResult,
+    RenameEntityReport,
+    SplitEntityReport,
 )
 from graphmem.knowledge.models import (
     BankView,
@@ -156,6 +159,16 @@ class GraphAPI(Protocol):
     ) -> EntityList: ...
 
     def merge_entities(self, primary: str, duplicates: Sequence[str]) -> MergeEntitiesReport: ...
+
+    def add_entity_alias(self, entity_id: str, alias: str) -> EntityAliasReport: ...
+
+    def remove_entity_alias(self, entity_id: str, alias: str) -> EntityAliasReport: ...
+
+    def rename_entity(self, entity_id: str, name: str) -> RenameEntityReport: ...
+
+    def split_entity(
+        self, entity_id: str, memory_ids: Sequence[str], name: str | None = None
+    ) -> SplitEntityReport: ...
 
     def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph: ...
 

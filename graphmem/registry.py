@@ -34,7 +34,7 @@ __all__ = [
 # The services of GraphMemory that operations name, as the facade's attributes.
 SERVICES = (
     "memories", "admin", "knowledge", "graph", "documents", "sessions", "steward", "upkeep",
-    "hooks", "curation", "arrivals",
+    "hooks", "curation", "arrivals", "entity_edits",
 )  # fmt: skip
 
 
@@ -144,7 +144,15 @@ OPERATIONS: tuple[Operation, ...] = (
     # -- the entity graph (graphmem/graph/ops.py) ---------------------------------------------
     read("recall_multihop", "graph", mcp("recall_multihop", "graph", "multihop")),
     read("list_entities", "graph", mcp("list_entities", "graph", "entities")),
-    write("merge_entities", "graph", mcp("merge_entities", "graph", "merge_entities")),
+    # corrections of entity resolution, audited (graphmem/graph/editing.py)
+    write("merge_entities", "entity_edits", mcp("merge_entities", "graph", "merge_entities")),
+    write("add_entity_alias", "entity_edits",
+          mcp("add_entity_alias", "graph", "add_alias"), idempotent=True),
+    write("remove_entity_alias", "entity_edits",
+          mcp("remove_entity_alias", "graph", "remove_alias")),
+    write("rename_entity", "entity_edits", mcp("rename_entity", "graph", "rename_entity"),
+          idempotent=True),
+    write("split_entity", "entity_edits", mcp("split_entity", "graph", "split_entity")),
     write("index_triples", "graph", mcp("index_triples", "graph", "index_triples"),
           background=True),
     read("memory_graph", "graph"),

@@ -22,6 +22,7 @@ from graphmem.curation import CurationOps
 from graphmem.documents.ops import DocumentOps
 from graphmem.embeddings.base import Embedder
 from graphmem.feed import FeedOps
+from graphmem.graph.editing import EntityEditOps
 from graphmem.graph.ops import GraphOps
 from graphmem.knowledge.ops import KnowledgeOps
 from graphmem.memory_ops import MemoryOps
@@ -88,6 +89,7 @@ class GraphMemory:
         self.arrivals = FeedOps(context)
         self.curation = CurationOps(context, self.memories, self.knowledge)
         self.graph = GraphOps(context, self.memories, self.knowledge)
+        self.entity_edits = EntityEditOps(context)
         self.steward = StewardOps(context, self.memories, self.knowledge)
         self.upkeep = UpkeepOps(context, self.steward)
         self.sessions = SessionOps(
@@ -215,7 +217,11 @@ class GraphMemory:
 
     recall_multihop = _delegate(GraphOps.recall_multihop)
     list_entities = _delegate(GraphOps.list_entities)
-    merge_entities = _delegate(GraphOps.merge_entities)
+    merge_entities = _delegate(EntityEditOps.merge_entities)
+    add_entity_alias = _delegate(EntityEditOps.add_entity_alias)
+    remove_entity_alias = _delegate(EntityEditOps.remove_entity_alias)
+    rename_entity = _delegate(EntityEditOps.rename_entity)
+    split_entity = _delegate(EntityEditOps.split_entity)
     index_triples = _delegate(GraphOps.index_triples)
     memory_graph = _delegate(GraphOps.memory_graph)
     entity_page = _delegate(GraphOps.entity_page)

@@ -37,7 +37,10 @@ _BY_MODULE = {
         "runbooks", "incidents", "context", "bank", "timeline", "cite", "verify",
         "verify-candidates", "drift",
     ),
-    "graph": ("index-triples", "entities", "merge-entities", "multihop"),
+    "graph": (
+        "index-triples", "entities", "merge-entities", "alias-entity", "unalias-entity",
+        "rename-entity", "split-entity", "multihop",
+    ),
     "docs": ("index", "search", "expand"),
     "admin": ("cypher", "doctor", "backup", "restore", "migrate"),
     "serve": ("serve", "console", "demo"),

@@ -1,5 +1,6 @@
-"""The entity graph: backfill extraction (`index-triples`), list and merge entities, multi-hop
-recall. Each command parses, calls one MemoryAPI method and renders."""
+"""The entity graph: backfill extraction (`index-triples`), list entities, correct their
+resolution (merge, alias, rename, split; each undone with `graphmem steward undo AUDIT_ID`),
+multi-hop recall. Each command parses, calls one MemoryAPI method and renders."""
 
 from __future__ import annotations
 
@@ -125,6 +126,98 @@ def merge_entities(
             f"({report.edges_moved} links moved)",
             markup=False,
         )
+        _undo_hint(report.audit_id)
+
+
+EntityArg = Annotated[str, typer.Argument(help="The entity's id (see `graphmem entities`).")]
+
+
+def _undo_hint(audit_id: str | None) -> None:
+    if audit_id:
+        out.print(f"undo with: graphmem steward undo {audit_id}", markup=False)
+
+
+@app.command("alias-entity")
+def alias_entity(
+    entity_id: EntityArg,
+    alias: Annotated[str, typer.Argument(help="Another name of it, as text says it.")],
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make another name resolve to an entity from now on, without a merge."""
+    with opened(home, as_json, writes=True) as gm:
+        report = gm.add_entity_alias(entity_id, alias)
+        if as_json:
+            return emit_json(report)
+        if not report.changed:
+            out.print(f"{report.alias!r} already resolves to {entity_id}", markup=False)
+            return None
+        out.print(f"{report.alias!r} now resolves to {entity_id}", markup=False)
+        _undo_hint(report.audit_id)
+
+
+@app.command("unalias-entity")
+def unalias_entity(
+    entity_id: EntityArg,
+    alias: Annotated[str, typer.Argument(help="The alias to remove.")],
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop a name resolving to an entity; what it links stays linked."""
+    with opened(home, as_json, writes=True) as gm:
+        report = gm.remove_entity_alias(entity_id, alias)
+        if as_json:
+            return emit_json(report)
+        out.print(f"{report.alias!r} no longer resolves to {entity_id}", markup=False)
+        _undo_hint(report.audit_id)
+
+
+@app.command("rename-entity")
+def rename_entity(
+    entity_id: EntityArg,
+    name: Annotated[str, typer.Argument(help="The name to show.")],
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show an entity under another name; the old name stays an alias."""
+    with opened(home, as_json, writes=True) as gm:
+        report = gm.rename_entity(entity_id, name)
+        if as_json:
+            return emit_json(report)
+        out.print(f"{entity_id}: {report.previous!r} -> {report.name!r}", markup=False)
+        _undo_hint(report.audit_id)
+
+
+@app.command("split-entity")
+def split_entity(
+    entity_id: EntityArg,
+    memory_ids: Annotated[
+        list[str], typer.Argument(help="Memories (or chunks) whose mentions move.")
+    ],
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="The new entity's name (default: the original's)."),
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Give some memories' mentions of an entity (and the facts only they stated) to a new one."""
+    with opened(home, as_json, writes=True) as gm:
+        report = gm.split_entity(entity_id, memory_ids, name=name)
+        if as_json:
+            return emit_json(report)
+        out.print(
+            f"{report.new_entity_id} ({report.name!r}) took {len(report.memories)} mentions "
+            f"and {len(report.facts)} facts from {entity_id}",
+            markup=False,
+        )
+        if report.facts_kept:
+            out.print(
+                f"{len(report.facts_kept)} facts stay with {entity_id}: other memories state "
+                "them too",
+                markup=False,
+            )
+        _undo_hint(report.audit_id)
 
 
 @app.command()

@@ -271,6 +271,8 @@ def undo(
         out.print(f"undone {len(undone.undone)} actions", markup=False)
         if undone.memories:
             out.print(f"memories restored: {', '.join(undone.memories)}", markup=False)
+        if undone.entities:
+            out.print(f"entities put back: {', '.join(undone.entities)}", markup=False)
         if undone.findings:
             out.print(f"back in the inbox: {', '.join(undone.findings)}", markup=False)
         for skipped in undone.skipped:

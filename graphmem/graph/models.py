@@ -28,10 +28,47 @@ class EntityList(Model):
     )
 
 
+AUDIT_ID = "the audit row: `steward_undo(audit_id)` puts the entities back"
+
+
 class MergeEntitiesReport(Model):
     primary: str
     merged: list[str]
     edges_moved: int
+    audit_id: str | None = Field(default=None, description=AUDIT_ID)
+
+
+class EntityAliasReport(Model):
+    """An alias added to an entity, or removed from it."""
+
+    entity_id: str
+    alias: str = Field(description="the alias as names are resolved by: normalised")
+    changed: bool = Field(description="false when the name already resolved to the entity")
+    aliases: list[str] = Field(description="the entity's aliases now")
+    audit_id: str | None = Field(default=None, description=AUDIT_ID)
+
+
+class RenameEntityReport(Model):
+    entity_id: str = Field(description="unchanged: links and ids keep working")
+    name: str
+    previous: str = Field(description="the old name, kept as an alias")
+    aliases: list[str] = Field(description="the entity's aliases now")
+    audit_id: str | None = Field(default=None, description=AUDIT_ID)
+
+
+class SplitEntityReport(Model):
+    """A new entity that took some memories' mentions (and facts) from another."""
+
+    entity_id: str = Field(description="the entity split")
+    new_entity_id: str
+    name: str
+    memories: list[str] = Field(description="memories (or chunks) whose mentions moved")
+    facts: list[str] = Field(description="facts moved: only those memories stated them")
+    facts_kept: list[str] = Field(
+        default_factory=list,
+        description="facts those memories stated that other memories state too: they stay",
+    )
+    audit_id: str | None = Field(default=None, description=AUDIT_ID)
 
 
 class IndexReport(Model):

@@ -1,5 +1,5 @@
 """GraphOps, the service of GraphMemory for the entity graph: the `index-triples` backfill,
-entity listing and merging, a memory's neighbourhood, multi-hop recall. Extraction on write
+entity listing and pages, a memory's neighbourhood, multi-hop recall. Extraction on write
 lives in graph/background.py.
 """
 
@@ -20,7 +20,6 @@ from graphmem.graph.models import (
     MemoryEntity,
     MemoryFact,
     MemoryGraph,
-    MergeEntitiesReport,
     MultiHopHit,
     MultiHopResult,
     Neighbour,
@@ -159,18 +158,6 @@ class GraphOps(Service):
                 for i, n, lab, m, f, a, c in rows
             ],
             pending=self.store.memories.backlog()["extraction"],
-        )
-
-    def merge_entities(self, primary: str, duplicates: Sequence[str]) -> MergeEntitiesReport:
-        """Fold duplicates into the primary entity: mentions and facts move, names become aliases,
-        and later extractions of those names resolve to the primary."""
-        if isinstance(duplicates, str):
-            duplicates = [duplicates]
-        moved = self.store.entities.merge(primary, duplicates)
-        return MergeEntitiesReport(
-            primary=primary,
-            merged=[d for d in dict.fromkeys(duplicates) if d != primary],
-            edges_moved=moved,
         )
 
     def entity_page(self, entity_id: str, *, limit: int = 50) -> EntityPage:

@@ -113,9 +113,17 @@ GROUPS = (
         {
             "multihop": "why/how chains, with the path to each hit",
             "entities": "named things memories mention",
+            "add_alias": "another name resolves to an entity",
+            "remove_alias": "a name resolves there no more",
+            "rename_entity": "show another name; the old one stays an alias",
+            "split_entity": "some memories' mentions to a new entity",
             "index_triples": "extract what waits",
         },
-        {"seed_k": "recall hits to start from", "label": "e.g. service, person"},
+        {
+            "seed_k": "recall hits to start from",
+            "label": "e.g. service, person",
+            "memory_ids": "whose mentions move",
+        },
     ),
     Group(
         "docs",

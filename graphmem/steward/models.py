@@ -269,6 +269,9 @@ class UndoReport(Model):
 
     undone: list[str] = Field(default_factory=list, description="audit records reverted")
     memories: list[str] = Field(default_factory=list, description="memories restored")
+    entities: list[str] = Field(
+        default_factory=list, description="entities put back (a merge, rename, split, alias)"
+    )
     findings: list[str] = Field(default_factory=list, description="findings back in the inbox")
     skipped: list[dict[str, Any]] = Field(
         default_factory=list, description="records that could not be reverted: {audit, why}"

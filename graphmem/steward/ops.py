@@ -28,6 +28,7 @@ from graphmem.errors import (
     validation_message,
 )
 from graphmem.foreground import FOREGROUND
+from graphmem.graph import editing
 from graphmem.ids import new_id
 from graphmem.models import utcnow
 from graphmem.service_context import Service, ServiceContext
@@ -375,7 +376,9 @@ class StewardOps(Service):
                 report.skipped.append({"audit": row["id"], "why": "already undone"})
                 continue
             before, after = row["before"] or {}, row["after"] or {}
-            changed = self._changed_since(after.get("memories", {}))
+            changed = self._changed_since(after.get("memories", {})) or editing.changed_since(
+                self.store, before, after
+            )
             moved = set(sediment.moved_since(self.store, after.get("layers", {})))
             if changed or (moved and moved == set(after["layers"])):
                 changed = changed or min(moved)
@@ -398,6 +401,11 @@ class StewardOps(Service):
                     report.memories.append(memory_id)
                 if "entity" in before:
                     self.store.entities.restore(before["entity"])
+                if "entities" in before:  # a correction of the entity graph
+                    editing.undo(self.store, before, after)
+                    report.entities += sorted({*before["entities"], *after["entities"],
+                                               *before["aliases"].values(),
+                                               *(x[2] for x in before["links"])})  # fmt: skip
                 if "item" in before:
                     item = before["item"]
                     self.store.sessions.reopen_review_item(item["id"], status=item["status"])

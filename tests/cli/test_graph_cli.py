@@ -1,5 +1,6 @@
-"""The graph commands of the `graphmem` CLI: backfill extraction with a summary, list and merge
-entities, multi-hop recall with paths; each with --json and one-line errors."""
+"""The graph commands of the `graphmem` CLI: backfill extraction with a summary, list entities and
+correct their resolution (merge, alias, rename, split, each undone by `steward undo`),
+multi-hop recall with paths; each with --json and one-line errors."""
 
 from __future__ import annotations
 
@@ -68,6 +69,27 @@ def test_entities_merge_and_multihop(invoke: Callable[..., Result], stored: list
     assert any("index lock" in h["path_text"] for h in result["hits"])
     shown = invoke("multihop", "billing migration", "--seeds", "1").stdout
     assert "-mentions-> index lock" in shown
+
+
+def test_corrections_of_entities_print_how_to_undo_them(
+    invoke: Callable[..., Result], stored: list[str]
+) -> None:
+    invoke("index-triples")
+    aliased = as_json(invoke("alias-entity", "postgresql", "pg", "--json"))
+    assert aliased["changed"] and aliased["aliases"] == ["pg"]
+    assert "already resolves" in invoke("alias-entity", "postgresql", "pg").stdout
+    shown = invoke("unalias-entity", "postgresql", "pg").stdout
+    assert "no longer resolves" in shown and "graphmem steward undo" in shown
+    renamed = as_json(invoke("rename-entity", "postgresql", "Postgres 16", "--json"))
+    assert renamed["previous"] == "PostgreSQL" and renamed["audit_id"]
+    undone = invoke("steward", "undo", renamed["audit_id"]).stdout
+    assert "entities put back: postgresql" in undone
+    merged = as_json(invoke("merge-entities", "postgresql", "postgres", "--json"))
+    split = invoke("split-entity", "postgresql", stored[2], "--name", "Postgres").stdout
+    assert "postgres (" in split and "took 1 mentions and 1 facts" in split  # its old id
+    assert as_json(invoke("steward", "undo", merged["audit_id"], "--json"))["skipped"]
+    conflict = invoke("rename-entity", "postgresql", "postgres")
+    assert conflict.exit_code == 2 and "merge" in conflict.stderr
 
 
 def test_errors_are_one_line_with_their_exit_code(invoke: Callable[..., Result]) -> None:

@@ -160,3 +160,21 @@ def test_a_change_edited_since_is_refused_with_the_reason(console: str, seeded: 
     post(client, seeded.new, "edit", content="Deploys sync on their own", title="", tags="")
     refused = client.post(f"/audit/{verified}/undo", data={"csrf": csrf(client)})
     assert refused.status_code == 400 and "changed since" in refused.text
+
+
+def test_an_entity_merge_links_to_the_entity_and_is_undone_from_the_audit(
+    console: str, seeded: Seeded
+) -> None:
+    client = signed_in(console)
+    seeded.gm.remember_many([{"content": "The api uses Postgres."},
+                             {"content": "The api uses PostgreSQL."}])  # fmt: skip
+    seeded.gm.index_triples()
+    merged = seeded.gm.merge_entities("postgresql", ["postgres"])
+    row = client.get("/audit").text.split(f'id="audit-{merged.audit_id}"', 1)[1]
+    row = row.split("</tr>", 1)[0]
+    assert "curate:merge-entities" in row and 'href="/console/entity/postgresql"' in row
+    undone = landing(
+        client, client.post(f"/audit/{merged.audit_id}/undo", data={"csrf": csrf(client)})
+    )
+    assert f"Undid change {merged.audit_id}" in undone
+    assert seeded.gm.entity_page("postgres").mentions == 1

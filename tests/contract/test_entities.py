@@ -18,6 +18,7 @@ from graphmem.errors import InvalidInput, NotFound
 from graphmem.models import Memory, utcnow
 from graphmem.storage.protocols import EXTRACT
 from graphmem.storage.protocols.entities import (
+    EntityLink,
     EntityRow,
     FactRow,
     Mention,
@@ -313,6 +314,41 @@ def test_an_entity_deleted_comes_back_from_its_row(contract_store: Any) -> None:
     entities.restore({**row, "created_at": row["created_at"].isoformat()})  # from an audit row
     assert entities.row(BOB) == row
     assert entities.of_memory(ids[1])[0][0] == BERLIN  # its edges are not restored
+
+
+def test_the_links_into_an_entity_read_back_and_move_in_one_rewrite(contract_store: Any) -> None:
+    ids = _standard(contract_store)
+    entities = contract_store.entities
+    links = entities.links([BOB, ALICE])
+    assert links == [
+        EntityLink("memory", ids[1], BOB, "Bob", "test"),
+        EntityLink("subject", VISITED, BOB),
+        EntityLink("memory", ids[0], ALICE, "Alice", "test"),
+        EntityLink("memory", ids[2], ALICE, "Alice", "test"),
+        EntityLink("subject", WORKS_ON, ALICE),
+    ]
+    assert entities.links([BERLIN])[-1] == EntityLink("object", VISITED, BERLIN)
+    # Bob's mention and fact move to a new "bob~2", which is also called "bobby"
+    row = {**entities.row(BOB), "id": "bob~2"}
+    moved = [EntityLink(e.kind, e.source, "bob~2", e.name, e.extractor) for e in links[:2]]
+    entities.rewrite(
+        rows=[row], aliases={"bobby": "bob~2"}, unlink=links[:2],
+        link=[*moved, moved[0], EntityLink("memory", "no-such-memory", "bob~2")],
+    )  # fmt: skip
+    assert entities.links([BOB]) == []
+    assert entities.links(["bob~2"]) == moved  # an edge already there is made once
+    assert entities.resolve_norms(["bobby"]) == {"bobby": "bob~2"}
+    assert entities.index().memories_naming("bob~2") == [ids[1]]
+    assert entities.index().facts_of("bob~2") == [("bob~2", "visited", BERLIN, VISITED)]
+    # and back: an alias that points elsewhere by now is left alone
+    entities.rewrite(aliases={"robby": ALICE})
+    entities.rewrite(
+        unalias=[("bobby", "bob~2"), ("robby", BOB)], unlink=moved, link=links[:2],
+        delete=["bob~2"],
+    )  # fmt: skip
+    assert entities.row("bob~2") is None and entities.links([BOB]) == links[:2]
+    assert entities.resolve_norms(["bobby", "robby"]) == {"robby": ALICE}
+    assert entities.index().memories_naming(BOB) == [ids[1]]
 
 
 def test_what_is_left_to_extract(contract_store: Any) -> None:

@@ -17,6 +17,8 @@ async def test_graph_tools_are_listed_with_honest_hints(client: Client) -> None:
     for name in ("recall_multihop", "list_entities"):
         assert tools[name].annotations.read_only_hint is True
     assert tools["merge_entities"].annotations.destructive_hint is True
+    for name in ("add_entity_alias", "remove_entity_alias", "rename_entity", "split_entity"):
+        assert tools[name].annotations.read_only_hint is False
     assert tools["index_triples"].annotations.read_only_hint is False
 
 
@@ -42,3 +44,24 @@ async def test_merge_entities_and_its_errors(client: Client, gm: GraphMemory) ->
         client, "merge_entities", primary="postgresql", duplicates=["x"]
     )
     assert "max_hops" in await fail(client, "recall_multihop", query="api", max_hops=7)
+
+
+async def test_entity_corrections_are_undone_by_the_steward_undo_tool(
+    client: Client, gm: GraphMemory
+) -> None:
+    first = gm.remember("Mercury deploys the billing-worker.")
+    gm.remember("Mercury owns the ledger service.")
+    await call(client, "index_triples")
+    merged = await call(client, "merge_entities", primary="mercury", duplicates=["billing-worker"])
+    undone = await call(client, "steward_undo", id=merged["audit_id"])
+    assert undone["undone"] == [merged["audit_id"]]
+    assert gm.entity_page("billing-worker").memories[0].id == first.id
+    alias = await call(client, "add_entity_alias", entity_id="mercury", alias="Hg")
+    assert alias["aliases"] == ["hg"]
+    assert "merge" in await fail(
+        client, "add_entity_alias", entity_id="mercury", alias="billing-worker"
+    )
+    split = await call(client, "split_entity", entity_id="mercury", memory_ids=[first.id])
+    assert split["new_entity_id"] == "mercury~2" and split["memories"] == [first.id]
+    renamed = await call(client, "rename_entity", entity_id="mercury~2", name="Mercury ops")
+    assert renamed["previous"] == "Mercury"

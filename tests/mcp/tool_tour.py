@@ -27,7 +27,8 @@ ALL_TOOLS = frozenset(
         "list_canonical_knowledge", "recall_canonical_knowledge", "summarize_project_context",
         "project_bank_view", "recall_as_of", "knowledge_timeline", "cite_source", "verify_entry",
         "verification_candidates", "drift_scan", "recall_multihop", "list_entities",
-        "merge_entities", "index_triples", "index_documents", "semantic_search",
+        "merge_entities", "add_entity_alias", "remove_entity_alias", "rename_entity",
+        "split_entity", "index_triples", "index_documents", "semantic_search",
         "expand_section", "repo_list", "repo_read", "repo_search", "close_session",
         "review_session_changes", "resolve_review_item", "accept_session_changes",
         "resolve_review_queue", "steward_run", "steward_inbox", "steward_inbox_resolve",
@@ -295,10 +296,20 @@ async def run_tour(call: Caller, detail: Detail = "compact") -> Tour:
     await refused("merge_duplicates", primary=bare["id"], duplicates=["no-such-memory"])
 
     # -- the entity graph -----------------------------------------------------------------------
+    queued = [await ok("store_memory", content=f"ZephyrQueue {verb} billing jobs.")
+              for verb in ("retries", "drops")]  # fmt: skip
     await ok("index_triples")
     await ok("index_triples", limit=10, context="payments")
     entities = (await ok("list_entities"))["entities"]
     await ok("list_entities", query="billing", label="service", limit=5)
+    await ok("add_entity_alias", entity_id="zephyrqueue", alias="zq")
+    await ok("remove_entity_alias", entity_id="zephyrqueue", alias="zq")
+    await refused("add_entity_alias", entity_id="no-such-entity", alias="zq")
+    await ok("rename_entity", entity_id="zephyrqueue", name="Zephyr Queue")
+    await refused("rename_entity", entity_id="zephyrqueue", name="")
+    await ok("split_entity", entity_id="zephyrqueue", memory_ids=[queued[0]["id"]],
+             name="Zephyr Queue v2")  # fmt: skip
+    await refused("split_entity", entity_id="zephyrqueue", memory_ids=["no-such-memory"])
     if len(entities) >= 2:
         await ok("merge_entities", primary=entities[0]["id"], duplicates=[entities[1]["id"]])
     await refused("merge_entities", primary="no-such-entity", duplicates=["neither"])

@@ -1,5 +1,5 @@
-"""The entity graph in FalkorDB: write an extraction, resolve names to entities, merge duplicates,
-list them; and the reads recall and the multi-hop walk make on every query, from the search
+"""The entity graph in FalkorDB: write an extraction, resolve names to entities, list them
+(merges and other corrections are in entity_edits.py); and the reads recall and the multi-hop walk make on every query, from the search
 state's entity index, or from the store by key when that index is out of date, as on the
 embedded engines (graphmem/storage/kuzu/entities.py).
 
@@ -22,10 +22,10 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any, TypeVar
 
-from graphmem.errors import InvalidInput, NotFound
 from graphmem.indexes.entity_index import EntityChange, EntityIndex
 from graphmem.indexes.search_state import SearchState
 from graphmem.storage.falkordb.connection import FalkorConnection
+from graphmem.storage.falkordb.entity_edits import FalkorEntityEdits
 from graphmem.storage.falkordb.graph_writes import (
     extracted_from,
     forget_extraction,
@@ -36,25 +36,22 @@ from graphmem.storage.falkordb.graph_writes import (
 from graphmem.storage.falkordb.memories import FalkorMemories
 from graphmem.storage.falkordb.pending import FalkorPending
 from graphmem.storage.falkordb.values import from_micros
-from graphmem.storage.protocols.entities import EntityRow, FactRow, Mention, Provenance
+from graphmem.storage.protocols.entities import (
+    EntityRow,
+    FactRow,
+    Mention,
+    Provenance,
+)
 from graphmem.storage.protocols.pending import EXTRACT
 
 _Row = TypeVar("_Row", bound=tuple[str, ...])
-
-# the edges a merge moves onto the primary: (relationship, pattern of `r` into duplicate `d`)
-_MOVED = (
-    ("MENTIONS", "(m:Memory)-[r:MENTIONS]->(d:Entity {id: dup})"),
-    ("MENTIONS", "(m:Chunk)-[r:MENTIONS]->(d:Entity {id: dup})"),
-    ("SUBJECT", "(m:Fact)-[r:SUBJECT]->(d:Entity {id: dup})"),
-    ("OBJECT", "(m:Fact)-[r:OBJECT]->(d:Entity {id: dup})"),
-)
 
 
 def _text(title: str | None, content: str) -> str:
     return f"{title}. {content}" if title else content
 
 
-class FalkorEntities:
+class FalkorEntities(FalkorEntityEdits):
     """graphmem.storage.protocols.Entities over one connection and the search state."""
 
     def __init__(
@@ -147,89 +144,6 @@ class FalkorEntities:
                     {"ids": ids, "x": extractor},
                 )
             self.pending.finish(EXTRACT, ids)
-
-    def merge(self, primary: str, duplicates: Sequence[str]) -> int:
-        """Move every mention and fact end of the duplicates onto the primary, record their
-        names as aliases of it, delete them. The edges moved are counted before the query."""
-        dupes = [d for d in dict.fromkeys(duplicates) if d != primary]
-        if not dupes:
-            raise InvalidInput("give at least one duplicate that is not the primary")
-        known = {
-            r[0]
-            for r in self.conn.read(
-                "UNWIND $i AS x MATCH (e:Entity {id: x}) RETURN e.id", {"i": [primary, *dupes]}
-            )
-        }
-        for entity in [primary, *dupes]:
-            if entity not in known:
-                raise NotFound(f"no entity with id {entity!r}", id=entity)
-        moved = 0
-        for _rel, pattern in _MOVED:
-            rows = self.conn.read(f"UNWIND $d AS dup MATCH {pattern} RETURN count(r)", {"d": dupes})
-            moved += int(rows[0][0]) if rows else 0
-        with self.conn.transaction():
-            for rel, pattern in _MOVED:
-                keep = (
-                    " ON CREATE SET x.name = r.name, x.extractor = r.extractor"
-                    if rel == "MENTIONS"
-                    else ""
-                )  # a memory that named both keeps one mention
-                self.conn.write(
-                    f"UNWIND $d AS dup MATCH {pattern} MATCH (p:Entity {{id: $p}}) "
-                    f"MERGE (m)-[x:{rel}]->(p){keep}",
-                    {"p": primary, "d": dupes},
-                    entity_graph=True,
-                )
-            self.conn.write(
-                "MATCH (a:EntityAlias) WHERE a.entity IN $d SET a.entity = $p",
-                {"p": primary, "d": dupes},
-                entity_graph=True,
-            )
-            self.conn.write(
-                "UNWIND $d AS dup MERGE (a:EntityAlias {norm: dup}) SET a.entity = $p",
-                {"p": primary, "d": dupes},
-                entity_graph=True,
-            )
-            self.conn.write(
-                "UNWIND $d AS dup MATCH (e:Entity {id: dup}) DELETE e",
-                {"d": dupes},
-                entity_graph=True,
-            )
-        return moved
-
-    def delete(self, entity_id: str) -> None:
-        """The entity with its edges (DELETE takes them) and its aliases."""
-        with self.conn.transaction():
-            self.conn.write(
-                "MATCH (a:EntityAlias) WHERE a.entity = $id DELETE a",
-                {"id": entity_id},
-                entity_graph=True,
-            )
-            self.conn.write(
-                "MATCH (e:Entity {id: $id}) DELETE e", {"id": entity_id}, entity_graph=True
-            )
-
-    def restore(self, row: dict[str, Any]) -> None:
-        created = row["created_at"]
-        with self.conn.transaction():
-            self.conn.write(
-                "MERGE (e:Entity {id: $id}) SET e.name = $name, e.norm = $norm, e.key = $key, "
-                "e.label = $label, e.created_at = $created_at",
-                {
-                    **{k: row[k] for k in ("id", "name", "norm", "key", "label")},
-                    # as it comes back from JSON (an audit row), or as `row` read it
-                    "created_at": datetime.fromisoformat(created)
-                    if isinstance(created, str)
-                    else created,
-                },
-                entity_graph=True,
-            )
-            if row["aliases"]:
-                self.conn.write(
-                    "UNWIND $aliases AS alias MERGE (a:EntityAlias {norm: alias}) SET a.entity = $id",
-                    {"aliases": list(row["aliases"]), "id": row["id"]},
-                    entity_graph=True,
-                )
 
     # -- reads from the store -----------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""The entity graph in Kùzu: write an extraction, resolve names to entities, merge duplicates,
-list them; and the reads recall and the multi-hop walk make on every query, from the search
+"""The entity graph in Kùzu: write an extraction, resolve names to entities, list them (merges
+and other corrections are in entity_edits.py); and the reads recall and the multi-hop walk make on every query, from the search
 state's entity index, or from the store by key when that index is out of date and reading it
 again would cost more than the question.
 """
@@ -12,22 +12,26 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any, TypeVar
 
-from graphmem.errors import InvalidInput, NotFound
 from graphmem.indexes.entity_index import EntityChange, EntityIndex
 from graphmem.indexes.search_state import SearchState
 from graphmem.storage.kuzu.connection import KuzuConnection
+from graphmem.storage.kuzu.entity_edits import KuzuEntityEdits
 from graphmem.storage.kuzu.graph_writes import forget_extraction, put_entities, put_facts
 from graphmem.storage.kuzu.memories import KuzuMemories
 from graphmem.storage.kuzu.memory_rows import by_id
 from graphmem.storage.kuzu.pending import KuzuPending
-from graphmem.storage.kuzu.values import time_value
-from graphmem.storage.protocols.entities import EntityRow, FactRow, Mention, Provenance
+from graphmem.storage.protocols.entities import (
+    EntityRow,
+    FactRow,
+    Mention,
+    Provenance,
+)
 from graphmem.storage.protocols.pending import EXTRACT
 
 _Row = TypeVar("_Row", bound=tuple[str, ...])
 
 
-class KuzuEntities:
+class KuzuEntities(KuzuEntityEdits):
     """graphmem.storage.protocols.Entities over one connection and the search state."""
 
     def __init__(
@@ -212,56 +216,6 @@ class KuzuEntities:
         where = self._pending(context, include_done, params)
         return int(self.conn.read(f"MATCH (m:Memory) WHERE {where} RETURN count(*)", params)[0][0])
 
-    def merge(self, primary: str, duplicates: Sequence[str]) -> int:
-        """Move every mention and fact end of the duplicates onto the primary, record their
-        names as aliases of it, delete them. Returns the number of edges moved."""
-        dupes = [d for d in dict.fromkeys(duplicates) if d != primary]
-        if not dupes:
-            raise InvalidInput("give at least one duplicate that is not the primary")
-        known = {
-            r[0]
-            for r in self.conn.read(
-                "MATCH (e:Entity) WHERE e.id IN $i RETURN e.id", {"i": [primary, *dupes]}
-            )
-        }
-        for entity in [primary, *dupes]:
-            if entity not in known:
-                raise NotFound(f"no entity with id {entity!r}", id=entity)
-        moved = 0
-        with self.conn.transaction():
-            for rel, pattern in (
-                ("MENTIONS", "(m:Memory)-[r:MENTIONS]->(d:Entity)"),
-                ("MENTIONS", "(m:Chunk)-[r:MENTIONS]->(d:Entity)"),
-                ("SUBJECT", "(m:Fact)-[r:SUBJECT]->(d:Entity)"),
-                ("OBJECT", "(m:Fact)-[r:OBJECT]->(d:Entity)"),
-            ):
-                keep = (
-                    " ON CREATE SET x.name = r.name, x.extractor = r.extractor"
-                    if rel == "MENTIONS"
-                    else ""
-                )  # a memory that named both keeps one mention
-                rows = self.conn.execute(
-                    f"MATCH {pattern}, (p:Entity {{id: $p}}) WHERE d.id IN $d "
-                    f"MERGE (m)-[x:{rel}]->(p){keep} RETURN count(*)",
-                    {"p": primary, "d": dupes},
-                    entity_graph=True,
-                )
-                moved += int(rows[0][0]) if rows else 0
-            self.conn.execute(
-                "MATCH (a:EntityAlias) WHERE a.entity IN $d SET a.entity = $p",
-                {"p": primary, "d": dupes},
-                entity_graph=True,
-            )
-            self.conn.execute(
-                "UNWIND $d AS dup MERGE (a:EntityAlias {norm: dup}) SET a.entity = $p",
-                {"p": primary, "d": dupes},
-                entity_graph=True,
-            )
-            self.conn.execute(
-                "MATCH (e:Entity) WHERE e.id IN $d DETACH DELETE e", {"d": dupes}, entity_graph=True
-            )
-        return moved
-
     # -- reads --------------------------------------------------------------------------------
 
     def of_memory(self, memory_id: str) -> list[tuple[str, str, str, str]]:
@@ -357,35 +311,6 @@ class KuzuEntities:
         name, norm, key, label, created = rows[0]
         return {"id": entity_id, "name": name, "norm": norm, "key": key, "label": label,
                 "created_at": created, "aliases": [a for (a,) in aliases]}  # fmt: skip
-
-    def delete(self, entity_id: str) -> None:
-        with self.conn.transaction():
-            self.conn.execute(
-                "MATCH (a:EntityAlias) WHERE a.entity = $id DELETE a",
-                {"id": entity_id},
-                entity_graph=True,
-            )
-            self.conn.execute(
-                "MATCH (e:Entity {id: $id}) DETACH DELETE e", {"id": entity_id}, entity_graph=True
-            )
-
-    def restore(self, row: dict[str, Any]) -> None:
-        with self.conn.transaction():
-            self.conn.execute(
-                "MERGE (e:Entity {id: $id}) SET e.name = $name, e.norm = $norm, e.key = $key, "
-                "e.label = $label, e.created_at = $created_at",
-                {
-                    **{k: row[k] for k in ("id", "name", "norm", "key", "label")},
-                    "created_at": time_value(row["created_at"]),
-                },
-                entity_graph=True,
-            )
-            for alias in row["aliases"]:
-                self.conn.execute(
-                    "MERGE (a:EntityAlias {norm: $norm}) SET a.entity = $id",
-                    {"norm": alias, "id": row["id"]},
-                    entity_graph=True,
-                )
 
     # -- reads of the walk ---------------------------------------------------------------------
 

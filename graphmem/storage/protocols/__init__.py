@@ -5,6 +5,7 @@ never against an engine's classes (see docs/adr/0012-storage-interface.md)."""
 from graphmem.storage.protocols.documents import Documents, DocumentWrite, IndexedDocument
 from graphmem.storage.protocols.entities import (
     Entities,
+    EntityLink,
     EntityRow,
     FactRow,
     Mention,
@@ -32,6 +33,7 @@ __all__ = [
     "DocumentWrite",
     "Documents",
     "Entities",
+    "EntityLink",
     "EntityRow",
     "FactRow",
     "IndexedDocument",

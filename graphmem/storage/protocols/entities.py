@@ -41,6 +41,22 @@ class Mention:
 
 
 @dataclass(frozen=True)
+class EntityLink:
+    """An edge into an entity: a memory's or a chunk's mention (`kind` "memory" or "chunk",
+    with the words it used and the extractor that found it) or a fact's end ("subject" or
+    "object"). What a correction of the entity graph moves, and its undo moves back."""
+
+    kind: str
+    source: str  # the memory, chunk or fact
+    entity: str
+    name: str = ""
+    extractor: str = ""
+
+
+LINK_KINDS = ("memory", "chunk", "subject", "object")
+
+
+@dataclass(frozen=True)
 class Provenance:
     fact_id: str
     memory_id: str
@@ -84,6 +100,24 @@ class Entities(Protocol):
         duplicate other than the primary, NotFound for a missing entity."""
         ...
 
+    def rewrite(
+        self,
+        *,
+        rows: Sequence[dict[str, Any]] = (),
+        unalias: Sequence[tuple[str, str]] = (),
+        aliases: dict[str, str] | None = None,
+        unlink: Sequence[EntityLink] = (),
+        link: Sequence[EntityLink] = (),
+        delete: Sequence[str] = (),
+    ) -> None:
+        """One correction of the entity graph, in one transaction, in this order: put `rows`
+        (as `row` reads them; their aliases are left alone), drop each (norm, entity) alias
+        that still points at that entity, point `aliases` (norm -> entity id) at their
+        entities, delete the `unlink` edges, make the `link` ones (once: an edge already there
+        is kept), delete the `delete` entities with their edges and aliases. An edge whose
+        memory, chunk or fact is gone is skipped. The entity index reads the graph again."""
+        ...
+
     def delete(self, entity_id: str) -> None:
         """The entity, its edges and its aliases."""
         ...
@@ -114,6 +148,10 @@ class Entities(Protocol):
 
     def resolve_norms(self, norms: Sequence[str]) -> dict[str, str]:
         """norm -> entity id, through merged aliases first, then the entity's own id."""
+        ...
+
+    def links(self, entity_ids: Sequence[str]) -> list[EntityLink]:
+        """Every mention (of memories and chunks) and fact end pointing at the entities."""
         ...
 
     def of_memory(self, memory_id: str) -> list[tuple[str, str, str, str]]:
