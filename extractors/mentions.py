@@ -65,6 +65,10 @@ def mention(
     head: tuple[int, int] | None = None,
 ) -> Mention | None:
     """A mention, or None when the name normalises to nothing worth a node."""
+    if "\n" in name.strip():  # a name never runs across a line break (a title, then its text)
+        lead = len(name) - len(name.lstrip())
+        start, name = start + lead, name[lead:].split("\n", 1)[0]
+        end = min(end, start + len(name.rstrip()))
     if rank < PATTERN:
         lead = _chat_lead(name)
         start, name = start + lead, name[lead:].rstrip(" \t:;,")

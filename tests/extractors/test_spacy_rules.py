@@ -115,6 +115,16 @@ def test_a_phrase_around_an_acronym_is_kept_beside_it(model_extractor: SpacyExtr
     assert {"jwt", "jwt token"} <= set(labels(extraction))
 
 
+def test_a_name_never_runs_across_a_line_break(model_extractor: SpacyExtractor) -> None:
+    """A note whose first line is its title, repeated by the text under it: the tagger read
+    "Blood Street\nBlood Street" as one name, and the title's entity was lost."""
+    text = "Blood Street\nBlood Street is a 1988 American action film directed by Leo Fong."
+    [extraction] = model_extractor.extract([text])
+    names = [e.name for e in extraction.entities]
+    assert "Blood Street" in names and "Leo Fong" in names
+    assert not any("\n" in name for name in names)
+
+
 def test_engineering_patterns_outrank_the_statistical_ner(
     model_extractor: SpacyExtractor,
 ) -> None:
