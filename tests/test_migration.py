@@ -206,5 +206,10 @@ def test_a_store_copied_onto_a_falkordb_graph_and_back_answers_alike(
         json.loads(cli(h, "recall", "orders index migration", env=cli_env).stdout)
         for h in (source, node, back)
     ]
-    hits = [[(h["memory"]["id"], round(h["score"], 6)) for h in a["hits"]] for a in answers]
-    assert hits[0] and hits[0] == hits[1] == hits[2]
+    ids = [[h["memory"]["id"] for h in a["hits"]] for a in answers]
+    assert ids[0] and ids[0] == ids[1] == ids[2]
+    # the same scores but for the last float bits: the engines hand the rows over in another
+    # order, and sums of floats depend on it (0.166686 against 0.166685 was seen)
+    scores = [[h["score"] for h in a["hits"]] for a in answers]
+    assert scores[1] == pytest.approx(scores[0], abs=1e-5)
+    assert scores[2] == pytest.approx(scores[0], abs=1e-5)
