@@ -166,10 +166,10 @@ class SearchState:
         brings them up to date (a server store's node restarting after the others wrote),
         where reading them from the store again takes minutes at 100k. A part the cache
         lacks is read from the store when first used, as usual. None, holding nothing, when
-        the cache has no position."""
+        the cache has no position, or is current (read lazily as usual)."""
         saved = self.files
         position = saved.position()
-        if position is None:
+        if position is None or self._saved() is not None:
             return None
         matrices = {}
         for name in saved.vector_tables():

@@ -435,23 +435,24 @@ def cluster(
     (CLUSTER REPLICATE); yields once every server says `cluster_state:ok` and knows the others,
     and every replica has synced. All are stopped on the way out."""
 
-    def node(name: str) -> Server:
-        bus = free_port()  # the cluster bus, set explicitly: port + 10000 may be taken
-        server = Server(
-            home / name,
-            credentials=credentials,
-            config=[
-                "--cluster-enabled", "yes",
-                "--cluster-config-file", "nodes.conf",
-                "--cluster-port", str(bus),
-                "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
-                *config,
-            ],
-        )  # fmt: skip
-        stack.callback(server.stop)
-        return server.start()
-
     with ExitStack() as stack:
+
+        def node(name: str) -> Server:
+            bus = free_port()  # the cluster bus, set explicitly: port + 10000 may be taken
+            server = Server(
+                home / name,
+                credentials=credentials,
+                config=[
+                    "--cluster-enabled", "yes",
+                    "--cluster-config-file", "nodes.conf",
+                    "--cluster-port", str(bus),
+                    "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+                    *config,
+                ],
+            )  # fmt: skip
+            stack.callback(server.stop)
+            return server.start()
+
         servers = [node(f"master{i}") for i in range(masters)]
         followers = [
             (node(f"replica{i}-{k}"), primary)

@@ -79,10 +79,12 @@ class FalkorStore:
         )  # fmt: skip
         # the other nodes' writes, from the change stream: from where the search cache was
         # saved, when the others wrote since
-        since = None
-        if follow and not self.search.files.valid_for(self.scans.content_stamp()):
+        if follow:
             since = self.search.resume()
-        self.follower = ChangeFollower(conn, self.search, since=since).start() if follow else None
+            self.follower: ChangeFollower | None = ChangeFollower(conn, self.search, since=since)
+            self.follower.start()
+        else:
+            self.follower = None
 
     @classmethod
     def open(
