@@ -41,8 +41,8 @@ def _now() -> datetime:
     return utcnow().replace(microsecond=0)
 
 
-def _memory(name: str, *, days: float = 10, **fields: Any) -> Memory:
-    at = _now() - timedelta(days=days)
+def _memory(name: str, *, days: float = 10, now: datetime | None = None, **fields: Any) -> Memory:
+    at = (now or _now()) - timedelta(days=days)
     return Memory(
         id=f"01STEWARD{name.upper():0>17}",
         content=f"{name}: the payments pool timed out",
@@ -234,25 +234,27 @@ def test_only_the_edges_the_steward_makes_are_deleted(contract_store: Any) -> No
 # -- what detection reads --------------------------------------------------------------------
 
 
-def _detection_memories(store: Any) -> dict[str, str]:
+def _detection_memories(store: Any, now: datetime) -> dict[str, str]:
     """Live, old and new memories of every type, and those detection leaves out."""
     memories = {
-        "old": _memory("old", context="payments", service="api", importance=0.3),
-        "canon": _memory("canon", context="payments", kind="decision", lifecycle="canonical"),
-        "summary": _memory("summary", kind="summary"),
-        "archived": _memory("archived", lifecycle="archived", importance=0.1),
-        "working": _memory("working", days=3, type="working", importance=0.2),
-        "checkpoint": _memory("checkpoint", kind="checkpoint"),
-        "fresh": _memory("fresh", days=0.01, importance=0.1),
-        "used": _memory("used", service="api", importance=0.1),
+        "old": _memory("old", now=now, context="payments", service="api", importance=0.3),
+        "canon": _memory(
+            "canon", now=now, context="payments", kind="decision", lifecycle="canonical"
+        ),
+        "summary": _memory("summary", now=now, kind="summary"),
+        "archived": _memory("archived", now=now, lifecycle="archived", importance=0.1),
+        "working": _memory("working", now=now, days=3, type="working", importance=0.2),
+        "checkpoint": _memory("checkpoint", now=now, kind="checkpoint"),
+        "fresh": _memory("fresh", now=now, days=0.01, importance=0.1),
+        "used": _memory("used", now=now, service="api", importance=0.1),
     }
     _put(store, *memories.values())
     return {name: m.id for name, m in memories.items()}
 
 
 def test_detection_reads_live_memories_by_group(contract_store: Any) -> None:
-    ids = _detection_memories(contract_store)
     steward, now = contract_store.steward, _now()
+    ids = _detection_memories(contract_store, now)
     steward.restore_state(
         ids["canon"], {"verify_status": "verified", "verified_at": now - timedelta(days=1)}
     )
@@ -286,8 +288,8 @@ def test_detection_reads_live_memories_by_group(contract_store: Any) -> None:
 
 
 def test_sweeping_takes_old_unused_unreferenced_memories(contract_store: Any) -> None:
-    ids = _detection_memories(contract_store)
     steward, now = contract_store.steward, _now()
+    ids = _detection_memories(contract_store, now)
     contract_store.memories.add_accesses([{"id": ids["used"], "n": 1, "t": 0}], at=now)
     two_days = now - timedelta(days=2)
     swept = sorted(steward.sweepable(before=two_days, max_importance=0.4))
@@ -311,7 +313,7 @@ def test_the_sediment_table_and_layers_are_read_and_set(contract_store: Any) -> 
     steward, now = contract_store.steward, _now()
     empty = steward.sediment_table()
     assert empty.schema == SEDIMENT and empty.num_rows == 0
-    ids = _detection_memories(contract_store)
+    ids = _detection_memories(contract_store, now)
     contract_store.memories.add_accesses([{"id": ids["used"], "n": 1, "t": 3}], at=now)
     table = steward.sediment_table()
     assert table.schema == SEDIMENT
@@ -339,8 +341,8 @@ def test_the_sediment_table_and_layers_are_read_and_set(contract_store: Any) -> 
 
 
 def test_moves_and_their_audit_rows_commit_together_or_not_at_all(contract_store: Any) -> None:
-    ids = _detection_memories(contract_store)
     steward, now = contract_store.steward, _now()
+    ids = _detection_memories(contract_store, now)
     with pytest.raises(RuntimeError), contract_store.transaction():
         steward.set_layers([(ids["old"], "semantic", now, "up")])
         steward.audit_step(
