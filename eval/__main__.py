@@ -113,6 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also leave one corpus out: rules tuned on docs measured on LoCoMo, and back",
     )
+    entities.add_argument(
+        "--feedback",
+        action="store_true",
+        help="also a simulated user deciding the steward's suggestions (P/R by decisions), "
+        "and a glossary of the most mentioned entities",
+    )
     entities.add_argument("--embedding", default="local", help=embedding.HELP)
     entities.add_argument(
         "--out", type=Path, help="default: eval/results/<the labels file's name>.json"
@@ -429,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
 
         result = run_entities(
             args.labels, bench=args.bench, notes=args.notes, embedder=embedder,
-            kinds=args.sources.split(","), with_cross=args.cross,
+            kinds=args.sources.split(","), with_cross=args.cross, with_feedback=args.feedback,
             progress=lambda msg: print(msg, file=sys.stderr),
         )  # fmt: skip
         _write(result, args.out or Path("eval/results") / f"{args.labels.stem}.json")

@@ -203,19 +203,25 @@ def extract_all(
 
 def locate(mention: str, found: Sequence[ExtractedEntity]) -> str | None:
     """The norm of the extracted name that is this mention (see the module doc), or None."""
+    return located_as(mention, found)[0]
+
+
+def located_as(mention: str, found: Sequence[ExtractedEntity]) -> tuple[str | None, bool]:
+    """`locate`'s norm, and whether the extractor found the mention as a name of its own (not
+    only a shorter name inside it)."""
     wanted = mention.casefold()
     for entity in found:
         if entity.name.casefold() == wanted:
-            return entity.norm
+            return entity.norm, True
     norm = normalise(mention)
     for entity in found:
         if entity.norm == norm:
-            return entity.norm
+            return entity.norm, True
     inside = [e for e in found if e.name.casefold() in wanted]
     if not inside:
-        return None
+        return None, False
     best = max(inside, key=lambda e: (wanted.endswith(e.name.casefold()), len(e.name)))
-    return best.norm
+    return best.norm, False
 
 
 def resolve_store(
@@ -302,6 +308,17 @@ class PairCounts:
         r = self.true_pairs / self.gold_pairs if self.gold_pairs else 1.0
         f1 = 2 * p * r / (p + r) if p + r else 0.0
         return {**asdict(self), "precision": round(p, 4), "recall": round(r, 4), "f1": round(f1, 4)}
+
+
+def score_counts(placed: Sequence[tuple[Label, str | None]]) -> PairCounts:
+    """The pair counts of one store's mentions placed on entities (None: one of its own)."""
+    c = PairCounts(mentions=len(placed), found=sum(e is not None for _, e in placed))
+    for (a, ea), (b, eb) in itertools.combinations(placed, 2):
+        gold, got = a.entity == b.entity, ea is not None and ea == eb
+        c.gold_pairs += gold
+        c.predicted_pairs += got
+        c.true_pairs += gold and got
+    return c
 
 
 def score(
@@ -422,6 +439,7 @@ def run_entities(
     rules: ResolutionRules = DEFAULT_RULES,
     extractor: Extractor | None = None,
     with_cross: bool = False,
+    with_feedback: bool = False,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     _, labels = load_labels(labels_path)
@@ -444,4 +462,9 @@ def run_entities(
         result["leave_one_corpus_out"] = cross(
             labels, stores, extractions, embedder, rules, progress
         )
+    if with_feedback:
+        from eval.entity_feedback import feedback
+
+        headline = [x for x in labels if x.kind in HEADLINE] or labels
+        result["feedback"] = feedback(headline, stores, extractions, embedder, rules, progress)
     return result

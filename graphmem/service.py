@@ -90,7 +90,7 @@ class GraphMemory:
         self.curation = CurationOps(context, self.memories, self.knowledge)
         self.graph = GraphOps(context, self.memories, self.knowledge)
         self.entity_edits = EntityEditOps(context)
-        self.steward = StewardOps(context, self.memories, self.knowledge)
+        self.steward = StewardOps(context, self.memories, self.knowledge, self.entity_edits)
         self.upkeep = UpkeepOps(context, self.steward)
         self.sessions = SessionOps(
             context, self.memories, self.knowledge, closed=self.steward.session_closed

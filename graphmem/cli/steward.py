@@ -76,7 +76,7 @@ def _show_run(run: StewardRun) -> None:
 def run(
     scope: Annotated[
         str,
-        typer.Option("--scope", help="all | duplicates | conflicts | stale | canonical | orphans"),
+        typer.Option("--scope", help="all | duplicates | conflicts | stale | canonical | orphans | entities"),
     ] = "all",
     apply: Annotated[
         bool,

@@ -7,7 +7,9 @@ difference the other way (`undo`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import astuple, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,6 +28,23 @@ from graphmem.service_context import Service
 from graphmem.storage.protocols import EntityLink, Store, compact_key
 
 ROW_FIELDS = ("id", "name", "norm", "key", "label")
+# who a correction is audited as: (actor, steward finding, run); a person by default
+_AUDITED_AS: ContextVar[tuple[str, str | None, str | None]] = ContextVar(
+    "audited_as", default=("user", None, None)
+)
+
+
+@contextmanager
+def audited_as(actor: str, item: str | None, run: str | None) -> Iterator[None]:
+    """Corrections made inside are audited as `actor`'s, applying steward finding `item` of
+    `run`: undoing the audit row puts the finding back in the inbox."""
+    token = _AUDITED_AS.set((actor, item, run))
+    try:
+        yield
+    finally:
+        _AUDITED_AS.reset(token)
+
+
 MENTIONS = ("memory", "chunk")
 
 
@@ -112,11 +131,12 @@ class EntityEditOps(Service):
         """Write the difference (unless the caller writes it) and its audit row, in one
         transaction; returns the audit row's id."""
         old, new = difference(before, after)
+        actor, item, run = _AUDITED_AS.get()
         with self.store.transaction():
             if write_it:
                 write(self.store, old, new)
             return self.store.steward.audit_step(
-                actor="user", action=CURATE + action, target=target, item=None, run=None,
+                actor=actor, action=CURATE + action, target=target, item=item, run=run,
                 before=old, after=new,
             )  # fmt: skip
 

@@ -42,11 +42,12 @@ Look over the memory store for what needs tending: duplicates (exact, near, or t
 other words), conflicts (facts that disagree, two canonical entries on one topic, a decision \
 taking an approach a dead end rules out), stale entries (cited files that changed, knowledge \
 neither verified nor used for long, expired working memory, superseded memories still live), \
-memories worth making canonical, and orphans. Each finding has its evidence, a confidence and \
-the action it proposes. `dry_run` (the default) only reports; with `dry_run=false` what is new \
+memories worth making canonical, orphans, and entities resolution likely got wrong (two that \
+are one thing, a name one took in that names another). Each finding has its evidence, a \
+confidence and the action it proposes. `dry_run` (the default) only reports; with `dry_run=false` what is new \
 is filed in the inbox (steward_inbox) and what the policy allows is applied (by default: \
 exact duplicates merged, expired working memory archived). A finding already filed is not filed \
-again unless its evidence changed.
+again unless its evidence changed; a dismissed entity suggestion never is.
 
 Example: {"scope": "duplicates", "dry_run": false}"""
 

@@ -24,8 +24,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from graphmem.extractors.normalise import normalise as normalise_name
 from graphmem.foreground import FOREGROUND
 from graphmem.models import as_utc
+from graphmem.steward.entities import Suggestion
 from graphmem.steward.models import SCOPE_OF, StewardPolicy
 
 BLOCK = 1024  # rows compared at once: 1024 x n float32 scores stay a few MB at 10k
@@ -50,6 +52,7 @@ class Proposal:
     action: str
     summary: str
     memories: list[str] = field(default_factory=list)  # the targets that are memories
+    about: str = ""  # what beside its targets tells it apart (the name a wrong merge took in)
 
     @property
     def scope(self) -> str:
@@ -59,12 +62,16 @@ class Proposal:
     def fingerprint(self) -> str:
         """Which finding this is, whatever its evidence: its scope and its targets."""
         key = f"{self.scope}|{'|'.join(sorted(self.targets))}"
+        if self.about:
+            key += f"|{self.about}"
         return hashlib.sha256(key.encode()).hexdigest()[:32]
 
     @property
     def evidence_hash(self) -> str:
-        """What it is filed for: a change here files it again."""
-        key = json.dumps({"kind": self.kind, **self.evidence}, sort_keys=True, default=str)
+        """What it is filed for: a change here files it again. A suggestion about entities
+        is decided once: whatever its evidence says later, a dismissed one stays dismissed."""
+        evidence = {} if self.scope == "entities" else self.evidence
+        key = json.dumps({"kind": self.kind, **evidence}, sort_keys=True, default=str)
         return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
@@ -548,3 +555,29 @@ def orphans(
         for item_id, target in items
     ]
     return found
+
+
+def entity_suggestions(suggestions: Sequence[Suggestion]) -> list[Proposal]:
+    out = []
+    for s in suggestions:
+        if s.kind == "same_entity":
+            names: list[str] = list(s.evidence["names"])  # type: ignore[call-overload]
+            keep, other = names
+            out.append(
+                Proposal(
+                    kind=s.kind, targets=[s.keep, s.other], evidence=s.evidence,
+                    confidence=s.confidence, action="merge_entities",
+                    summary=f"{keep!r} and {other!r} are likely one thing ({s.evidence['why']}): "
+                    f"merge {s.other!r} into {s.keep!r}",
+                )
+            )  # fmt: skip
+        else:
+            out.append(
+                Proposal(
+                    kind=s.kind, targets=[s.keep], evidence={**s.evidence, "texts": s.texts},
+                    confidence=s.confidence, action="split_entity", about=normalise_name(s.other),
+                    summary=f"{s.other!r} likely names another thing than "
+                    f"{s.evidence['entity']!r}: split the {len(s.texts)} texts that say it off",
+                )
+            )  # fmt: skip
+    return out

@@ -10,7 +10,9 @@ from pydantic import Field, model_validator
 from graphmem.models import Layer as Layer  # re-exported: the steward models name layers
 from graphmem.models import Model, UtcDateTime
 
-StewardScope = Literal["duplicates", "conflicts", "stale", "canonical", "orphans", "all"]
+StewardScope = Literal[
+    "duplicates", "conflicts", "stale", "canonical", "orphans", "entities", "all"
+]
 STEWARD_SCOPES: tuple[str, ...] = StewardScope.__args__  # type: ignore[attr-defined]
 FindingKind = Literal[
     # duplicates: same kind and context, close in meaning, naming the same things
@@ -31,6 +33,9 @@ FindingKind = Literal[
     # orphans
     "orphan_entity",  # an entity nothing mentions any more
     "orphan_review_item",  # a pending review item whose memory is gone
+    # entities: resolution's likely mistakes, for a person to decide (graphmem/steward/entities.py)
+    "same_entity",  # two entities that are likely one thing
+    "wrong_merge",  # a name one entity took in that likely names another thing
 ]
 FINDING_KINDS: tuple[str, ...] = FindingKind.__args__  # type: ignore[attr-defined]
 SCOPE_OF: dict[str, str] = {
@@ -39,9 +44,19 @@ SCOPE_OF: dict[str, str] = {
     "decision_dead_end": "conflicts", "drifted_citation": "stale", "unverified": "stale",
     "expired_working": "stale", "live_middle": "stale", "canonical_candidate": "canonical",
     "orphan_entity": "orphans", "orphan_review_item": "orphans",
+    "same_entity": "entities", "wrong_merge": "entities",
 }  # fmt: skip
 FindingAction = Literal[
-    "merge", "mark_outdated", "supersede", "promote", "verify", "archive", "prune", "dismiss_item"
+    "merge",
+    "mark_outdated",
+    "supersede",
+    "promote",
+    "verify",
+    "archive",
+    "prune",
+    "dismiss_item",
+    "merge_entities",
+    "split_entity",
 ]
 FindingStatus = Literal["proposed", "pending", "applied", "dismissed"]
 FINDING_STATUSES: tuple[str, ...] = FindingStatus.__args__  # type: ignore[attr-defined]
@@ -60,10 +75,13 @@ class Finding(Model):
     id: str
     run: str = Field(description="the run that filed it")
     kind: FindingKind
-    scope: str = Field(description="duplicates | conflicts | stale | canonical | orphans")
+    scope: str = Field(
+        description="duplicates | conflicts | stale | canonical | orphans | entities"
+    )
     targets: list[str] = Field(
-        description="what it is about: memory ids (for a merge, the one to keep first), or an "
-        "entity's or a review item's id for orphans"
+        description="what it is about: memory ids (for a merge, the one to keep first), an "
+        "entity's or a review item's id for orphans, entity ids for entities (the one to "
+        "keep first)"
     )
     evidence: dict[str, Any] = Field(
         description="the scores and the graph path that show it (cosine, shared entities, facts, "
@@ -187,6 +205,12 @@ class StewardPolicy(Model):
         ge=0.0,
         le=1.0,
         description="sweep_archive: only memories at most this important (and never used)",
+    )
+    entity_suggestions: int = Field(
+        default=200,
+        ge=0,
+        description="entity suggestions (same_entity, wrong_merge) a run files at most, the "
+        "likeliest: the rest wait for a later run; 0: none",
     )
     schedule_hours: float = Field(
         default=24.0,

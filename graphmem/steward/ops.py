@@ -33,6 +33,7 @@ from graphmem.ids import new_id
 from graphmem.models import utcnow
 from graphmem.service_context import Service, ServiceContext
 from graphmem.steward import detect, sediment
+from graphmem.steward.entities import EntityTexts, same_entities, wrong_merges
 from graphmem.steward.models import (
     FINDING_KINDS,
     FINDING_STATUSES,
@@ -52,6 +53,7 @@ from graphmem.usage import unnoticed
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from graphmem.graph.editing import EntityEditOps
     from graphmem.knowledge.ops import KnowledgeOps
     from graphmem.memory_ops import MemoryOps
     from graphmem.steward.schedule import StewardSchedule
@@ -62,11 +64,16 @@ _LIVE = ("active", "canonical")
 
 class StewardOps(Service):
     def __init__(
-        self, context: ServiceContext, memories: MemoryOps, knowledge: KnowledgeOps
+        self,
+        context: ServiceContext,
+        memories: MemoryOps,
+        knowledge: KnowledgeOps,
+        entity_edits: EntityEditOps,
     ) -> None:
         super().__init__(context)
         self._memories = memories
         self._knowledge = knowledge
+        self._entity_edits = entity_edits
         self.schedule: StewardSchedule | None = None  # the owner's (graphmem.steward.schedule)
 
     def use_schedule(self, schedule: StewardSchedule) -> None:
@@ -137,6 +144,10 @@ class StewardOps(Service):
             else:
                 fresh.append(proposal)
         fresh.sort(key=lambda p: (-p.confidence, p.kind, p.targets))
+        entity_ones = [p for p in fresh if p.scope == "entities"]
+        if len(entity_ones) > policy.entity_suggestions:  # the likeliest now, more next run
+            later = {id(p) for p in entity_ones[policy.entity_suggestions :]}
+            fresh = [p for p in fresh if id(p) not in later]
         shown = len(fresh) if listed is None else max(listed, 0)
         run.unlisted = max(len(fresh) - shown, 0)
         if dry_run:
@@ -245,6 +256,13 @@ class StewardOps(Service):
             found += detect.orphans(
                 self.store.steward.orphan_entities(), self.store.steward.orphan_review_items()
             )
+        if "entities" in wants and context is None and service is None:
+            graph = EntityTexts.read(
+                self.store.steward.entity_names(), self.store.steward.entity_mentions()
+            )
+            FOREGROUND.step_aside()
+            found += detect.entity_suggestions(same_entities(graph))
+            found += detect.entity_suggestions(wrong_merges(graph))
         return found
 
     def _vectors_of(self, ids: list[str]) -> dict[str, Any]:
@@ -265,6 +283,16 @@ class StewardOps(Service):
 
     def _apply_unnoticed(self, finding: Finding, *, actor: str, run: str | None) -> None:
         targets = finding.targets
+        if finding.action in ("merge_entities", "split_entity"):  # audited as corrections are
+            with editing.audited_as(actor, finding.id, run):
+                if finding.action == "merge_entities":
+                    self._entity_edits.merge_entities(targets[0], targets[1:])
+                else:
+                    evidence = finding.evidence
+                    self._entity_edits.split_entity(
+                        targets[0], evidence["texts"], name=evidence["name"]
+                    )
+            return
         before: dict[str, Any] = {}
         made: list[list[str]] = []
         if finding.action in ("prune", "dismiss_item"):

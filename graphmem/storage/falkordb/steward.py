@@ -455,6 +455,19 @@ class FalkorSteward:
         )
         return [(a, b) for a, b in rows]
 
+    def entity_names(self) -> list[tuple[str, str, str]]:
+        rows = self.conn.read("MATCH (e:Entity) RETURN e.id, e.name, e.label")
+        return [(str(i), str(n), str(lab)) for i, n, lab in rows]
+
+    def entity_mentions(self) -> list[tuple[str, str, str]]:
+        rows = [
+            *self.conn.read(
+                f"MATCH (m:Memory)-[r:MENTIONS]->(e:Entity) WHERE {LIVE} RETURN m.id, e.id, r.name"
+            ),
+            *self.conn.read("MATCH (c:Chunk)-[r:MENTIONS]->(e:Entity) RETURN c.id, e.id, r.name"),
+        ]
+        return [(str(s), str(e), str(n or "")) for s, e, n in rows]
+
     def orphan_review_items(self) -> list[tuple[str, str]]:
         rows = self.conn.read(
             "MATCH (r:ReviewItem) WHERE r.status = 'pending' AND r.target IS NOT NULL "

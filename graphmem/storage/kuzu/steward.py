@@ -417,6 +417,21 @@ class KuzuSteward:
         )
         return [(a, b) for a, b in rows]
 
+    def entity_names(self) -> list[tuple[str, str, str]]:
+        rows = self.conn.read_tuples("MATCH (e:Entity) RETURN e.id, e.name, e.label")
+        return [(str(i), str(n), str(lab)) for i, n, lab in rows]
+
+    def entity_mentions(self) -> list[tuple[str, str, str]]:
+        rows = [
+            *self.conn.read_tuples(
+                f"MATCH (m:Memory)-[r:MENTIONS]->(e:Entity) WHERE {LIVE} RETURN m.id, e.id, r.name"
+            ),
+            *self.conn.read_tuples(
+                "MATCH (c:Chunk)-[r:MENTIONS]->(e:Entity) RETURN c.id, e.id, r.name"
+            ),
+        ]
+        return [(str(s), str(e), str(n or "")) for s, e, n in rows]
+
     def orphan_review_items(self) -> list[tuple[str, str]]:
         """(item id, target) of pending review items whose target memory is gone."""
         rows = self.conn.read(

@@ -185,6 +185,15 @@ class Steward(Protocol):
         """(id, name) of entities nothing mentions and no fact names."""
         ...
 
+    def entity_names(self) -> list[tuple[str, str, str]]:
+        """(id, name, label) of every entity: what entity suggestions compare by name."""
+        ...
+
+    def entity_mentions(self) -> list[tuple[str, str, str]]:
+        """(memory or chunk id, entity id, the words it used) of every mention by a live
+        memory or a document chunk: which names share their texts and neighbours."""
+        ...
+
     def orphan_review_items(self) -> list[tuple[str, str]]:
         """(item id, target) of pending review items whose target memory is gone."""
         ...
