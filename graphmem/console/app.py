@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from graphmem.console import drawing, views
+from graphmem.console import drawing, entity_edits, views
 from graphmem.console.auth import (
     COOKIE,
     SESSION_SECONDS,
@@ -86,6 +86,7 @@ class Console:
         self.auth = ConsoleAuth(token)
         self.throttle = throttle or LoginThrottle()
         self.env = _environment()
+        self.outcomes = entity_edits.Outcomes()
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -330,11 +331,18 @@ class Console:
         return RedirectResponse(href("audit", done="audit-undo", item=audit_id), 303)
 
     def entity(self, request: Request, session: Session) -> Response:
-        """An entity, and its neighbours through facts drawn: a node's link expands it (the
-        set expanded rides in `expand`, once per entity: an id may hold a comma; at most
-        EXPAND_LIMIT), `edge` keeps one predicate."""
-        entity = self.gm.entity_page(request.path_params["entity_id"])
-        args = request.query_params
+        """An entity, its neighbours drawn, and the forms that correct it; says once what the
+        session's last correction of it did (`entity_edits`)."""
+        entity_id = request.path_params["entity_id"]
+        values = self._entity(entity_id, request.query_params)
+        outcome = self.outcomes.take(session.id, values["entity"].id)
+        return self.render(request, "entity.html", session, outcome=outcome, **values)
+
+    def _entity(self, entity_id: str, args: Any) -> dict[str, Any]:
+        """An entity's page: a node's link expands it (the set expanded rides in `expand`,
+        once per entity: an id may hold a comma; at most EXPAND_LIMIT), `edge` keeps one
+        predicate."""
+        entity = self.gm.entity_page(entity_id)
         expanded = list(dict.fromkeys(e for e in args.getlist("expand") if e))
         expanded = [e for e in expanded if e != entity.id]
         if len(expanded) > EXPAND_LIMIT:
@@ -359,11 +367,38 @@ class Console:
             (entity.id, entity.name), shown, expanded,
             lambda n: href("entity", entity.id, edge=edge) if n == entity.id else toggle(n),
         )  # fmt: skip
-        return self.render(
-            request, "entity.html", session, entity=entity, picture=picture, expanded=expanded,
-            edge=edge, predicates=predicates, toggle=toggle, left_out=left_out,
-            expandable=len(expanded) < EXPAND_LIMIT,
+        return dict(
+            entity=entity, picture=picture, expanded=expanded, edge=edge, predicates=predicates,
+            toggle=toggle, left_out=left_out, expandable=len(expanded) < EXPAND_LIMIT,
         )  # fmt: skip
+
+    async def correct_entity(self, request: Request) -> Response:
+        form = await request.form()  # read here: the page itself runs in a worker thread
+        picked = [v for v in form.getlist("memory") if isinstance(v, str)]
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        endpoint = self.page(lambda r, session: self._correct_entity(r, session, fields, picked))
+        return await run_in_threadpool(endpoint, request)
+
+    def _correct_entity(
+        self, request: Request, session: Session, form: Mapping[str, str], picked: list[str]
+    ) -> Response:
+        """One correction from the entity's page, then that page (the new entity's after a
+        split) saying what was done; a refusal shows on the page, nothing changed."""
+        if not csrf_matches(session, form.get("csrf")):
+            return Response("missing or wrong CSRF token", 403)
+        entity_id, action = request.path_params["entity_id"], request.path_params["action"]
+        if action not in entity_edits.ACTIONS:
+            raise NotFound(f"no correction {action!r} of an entity")
+        try:
+            outcome = entity_edits.correct(self.gm, entity_id, action, form, picked)
+        except GraphmemError as exc:  # the entity's page, saying why (404 if it is gone)
+            values = self._entity(entity_id, request.query_params)
+            return self.render(
+                request, "entity.html", session, entity_edits.status_of(exc), error=str(exc),
+                failed=action, typed=form, picked=picked, **values,
+            )  # fmt: skip
+        self.outcomes.put(session.id, outcome)
+        return RedirectResponse(href("entity", outcome.entity_id), 303)
 
     def multihop(self, request: Request, session: Session) -> Response:
         query = request.query_params.get("q", "").strip()
@@ -546,6 +581,7 @@ def build_console(gm: MemoryAPI, token: str, throttle: LoginThrottle | None = No
         Route("/audit", page(console.audit)),
         Route("/audit/{audit_id}/undo", console.undo, methods=["POST"]),
         Route("/entity/{entity_id}", page(console.entity)),
+        Route("/entity/{entity_id}/{action}", console.correct_entity, methods=["POST"]),
         Route("/multihop", page(console.multihop)),
         Route("/inbox", page(console.inbox)),
         Route("/inbox/bulk", console.resolve_many, methods=["POST"]),

@@ -397,3 +397,52 @@ def test_the_feed_is_the_landing_page_and_its_filters_are_a_form(
     assert page.evaluate("typeof window.pwned") == "undefined"
     assert page.dialogs == []  # type: ignore[attr-defined]
     assert beacon.hits == []
+
+
+def test_a_person_corrects_an_entity_and_undoes_the_rename(
+    page: Any, console: str, seeded: Seeded, beacon: Beacon, shots: Path
+) -> None:
+    from tests.console.test_entity_edits import places
+
+    _, *kansas = places(seeded.gm)
+    gm = seeded.gm
+    sign_in(page, console, shots)
+    page.goto(f"{console}/entity/manhattan")
+    page.click("#correct-alias summary")
+    page.fill("#correct-alias input[name=alias]", "<script>window.pwned = 21</script>")
+    with page.expect_navigation():
+        page.click("#correct-alias button[type=submit]")
+    assert "Added alias" in page.inner_text("p.done")
+    alias = gm.entity_page("manhattan").aliases[0]
+    assert alias in page.inner_text("ul.aliases")
+    page.screenshot(path=shots / "entity-correct.png", full_page=True)
+    with page.expect_navigation():
+        page.locator("ul.aliases li", has_text=alias).get_by_role("button").click()
+    assert "Removed alias" in page.inner_text("p.done")
+    assert gm.entity_page("manhattan").aliases == []
+
+    page.click("#correct-rename summary")
+    page.fill("#correct-rename input[name=name]", '"><img src=x onerror="window.pwned = 22">')
+    with page.expect_navigation():
+        page.click("#correct-rename button[type=submit]")
+    assert page.inner_text("h1").startswith('"><img src=x onerror="window.pwned = 22">')
+    with page.expect_navigation():
+        page.click(".outcome button[type=submit]")  # Undo
+    assert page.url.startswith(f"{console}/audit")
+    assert "Undid change" in page.inner_text("p.done")
+    page.goto(f"{console}/entity/manhattan")
+    assert page.inner_text("h1").startswith("Manhattan")
+
+    for memory in kansas:
+        page.check(f"ul.mentions input[value='{memory}']")
+    page.fill("#split input[name=name]", "Manhattan, Kansas")
+    with page.expect_navigation():
+        page.click("#split button[type=submit]")
+    assert page.url == f"{console}/entity/manhattan%2C%20kansas"
+    assert "Split" in page.inner_text("p.done") and gm.entity_page("manhattan").mentions == 1
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    assert beacon.hits == []
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{console}/entity/manhattan")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
