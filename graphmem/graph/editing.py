@@ -7,6 +7,7 @@ difference the other way (`undo`).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, field
 from datetime import datetime
@@ -100,6 +101,16 @@ def undo(store: Store, before: dict[str, Any], after: dict[str, Any]) -> None:
 class EntityEditOps(Service):
     """The audited corrections of the entity graph a person (or an agent) asks for."""
 
+    _actor = "user"
+    _run: str | None = None
+
+    def audited_as(self, actor: str, run: str | None) -> EntityEditOps:
+        """The same corrections, audited as `actor`'s and as steps of `run`, so that
+        `steward_undo(run)` takes them all back (the glossary's: graph/glossary_ops.py)."""
+        other = copy.copy(self)
+        other._actor, other._run = actor, run
+        return other
+
     def _row_of(self, entity_id: str) -> dict[str, Any]:
         row = self.store.entities.row(entity_id)
         if row is None:
@@ -116,7 +127,8 @@ class EntityEditOps(Service):
             if write_it:
                 write(self.store, old, new)
             return self.store.steward.audit_step(
-                actor="user", action=CURATE + action, target=target, item=None, run=None,
+                actor=self._actor, action=CURATE + action, target=target, item=None,
+                run=self._run,
                 before=old, after=new,
             )  # fmt: skip
 
@@ -205,6 +217,20 @@ class EntityEditOps(Service):
         audit = self._commit("remove-entity-alias", entity_id, before, after, write_it=True)
         return EntityAliasReport(entity_id=entity_id, alias=norm, changed=True,
                                  aliases=sorted(after.aliases), audit_id=audit)  # fmt: skip
+
+    def create_entity(self, name: str, label: str = "concept") -> tuple[str, str]:
+        """An entity for a name no text has named yet (a glossary's canonical name), so that
+        aliases can point at it: (its id, the audit row's id). Its id is the name's norm, as
+        extraction would have made it; a name that already resolves is refused (Conflict)."""
+        name = (name or "").strip()
+        norm = self._norm(name, "name")
+        owner = self._owner(norm)
+        if owner is not None:
+            raise Conflict(f"{name!r} already names entity {owner!r}", name=name, owner=owner)
+        row = {"id": norm, "name": name, "norm": norm, "key": compact_key(norm), "label": label,
+               "created_at": utcnow().isoformat()}  # fmt: skip
+        before, after = EntityState(rows={norm: None}), EntityState(rows={norm: row})
+        return norm, self._commit("create-entity", norm, before, after, write_it=True)
 
     # -- rename -------------------------------------------------------------------------------
 
