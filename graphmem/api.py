@@ -23,6 +23,7 @@ from graphmem.graph.models import (
     EntityAliasReport,
     EntityList,
     EntityPage,
+    GlossaryReport,
     IndexReport,
     MemoryGraph,
     MergeEntitiesReport,
@@ -169,6 +170,10 @@ class GraphAPI(Protocol):
     def split_entity(
         self, entity_id: str, memory_ids: Sequence[str], name: str | None = None
     ) -> SplitEntityReport: ...
+
+    def apply_glossary(
+        self, path: str | Path | None = None, *, dry_run: bool = False
+    ) -> GlossaryReport: ...
 
     def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph: ...
 

@@ -34,7 +34,7 @@ __all__ = [
 # The services of GraphMemory that operations name, as the facade's attributes.
 SERVICES = (
     "memories", "admin", "knowledge", "graph", "documents", "sessions", "steward", "upkeep",
-    "hooks", "curation", "arrivals", "entity_edits",
+    "hooks", "curation", "arrivals", "entity_edits", "glossary",
 )  # fmt: skip
 
 
@@ -153,6 +153,9 @@ OPERATIONS: tuple[Operation, ...] = (
     write("rename_entity", "entity_edits", mcp("rename_entity", "graph", "rename_entity"),
           idempotent=True),
     write("split_entity", "entity_edits", mcp("split_entity", "graph", "split_entity")),
+    # the project's glossary of names, applied as those corrections (graphmem/graph/glossary_ops.py)
+    write("apply_glossary", "glossary", mcp("apply_glossary", "graph", "apply_glossary"),
+          idempotent=True),
     write("index_triples", "graph", mcp("index_triples", "graph", "index_triples"),
           background=True),
     read("memory_graph", "graph"),

@@ -23,6 +23,7 @@ from graphmem.documents.ops import DocumentOps
 from graphmem.embeddings.base import Embedder
 from graphmem.feed import FeedOps
 from graphmem.graph.editing import EntityEditOps
+from graphmem.graph.glossary_ops import GlossaryOps
 from graphmem.graph.ops import GraphOps
 from graphmem.knowledge.ops import KnowledgeOps
 from graphmem.memory_ops import MemoryOps
@@ -90,6 +91,8 @@ class GraphMemory:
         self.curation = CurationOps(context, self.memories, self.knowledge)
         self.graph = GraphOps(context, self.memories, self.knowledge)
         self.entity_edits = EntityEditOps(context)
+        self.glossary = GlossaryOps(context, self.entity_edits)
+        context.extraction.before_batch = self.glossary.apply_if_changed
         self.steward = StewardOps(context, self.memories, self.knowledge, self.entity_edits)
         self.upkeep = UpkeepOps(context, self.steward)
         self.sessions = SessionOps(
@@ -222,6 +225,7 @@ class GraphMemory:
     remove_entity_alias = _delegate(EntityEditOps.remove_entity_alias)
     rename_entity = _delegate(EntityEditOps.rename_entity)
     split_entity = _delegate(EntityEditOps.split_entity)
+    apply_glossary = _delegate(GlossaryOps.apply_glossary)
     index_triples = _delegate(GraphOps.index_triples)
     memory_graph = _delegate(GraphOps.memory_graph)
     entity_page = _delegate(GraphOps.entity_page)

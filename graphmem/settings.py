@@ -118,6 +118,11 @@ class Settings(BaseModel):
         default=True,
         description="extract entities and facts in the background after each write",
     )
+    glossary: Path | None = Field(
+        default=None,
+        description="the project's glossary of entity names (relative to the project root); "
+        "unset, graphmem.aliases.yaml there",
+    )
 
     @field_validator("store_url", mode="before")
     @classmethod
@@ -167,6 +172,7 @@ ENV_KEYS: dict[str, str] = {
     "EXTRACTOR_API_KEY": "extractor_api_key",
     "EXTRACTOR_TIMEOUT": "extractor_timeout",
     "EXTRACT_ON_WRITE": "extract_on_write",
+    "GLOSSARY": "glossary",
     "DUPLICATE_WINDOW_SECONDS": "duplicate_window_seconds",
     "CHECKPOINT_MIN_COSINE": "checkpoint_min_cosine",
     "DOCS_INCLUDE": "docs_include",

@@ -26,6 +26,7 @@ _GROUPS = {
     "session": ("sessions", "session_app", "Close a session; review what it proposed."),
     "steward": ("steward", "steward_app", "Tend the store: duplicates, conflicts, stale entries."),
     "sediment": ("sediment", "sediment_app", "Memory layers: run a cycle, or move one by hand."),
+    "glossary": ("glossary", "glossary_app", "The project's glossary of entity names."),
 }
 # each module's top-level commands (tests/cli/test_app.py keeps this true)
 _BY_MODULE = {

@@ -76,7 +76,9 @@ def _show_run(run: StewardRun) -> None:
 def run(
     scope: Annotated[
         str,
-        typer.Option("--scope", help="all | duplicates | conflicts | stale | canonical | orphans | entities"),
+        typer.Option(
+            "--scope", help="all | duplicates | conflicts | stale | canonical | orphans | entities"
+        ),
     ] = "all",
     apply: Annotated[
         bool,

@@ -23,7 +23,7 @@ from graphmem.daemon.paths import OwnerInfo, live_owner
 from graphmem.daemon.protocol import MAX_LINE, decode, dumps, encode, raise_error
 from graphmem.documents.models import DocsIndexReport
 from graphmem.errors import GraphmemError, InvalidInput, StoreLocked, item_error_after
-from graphmem.graph.models import IndexReport
+from graphmem.graph.models import GlossaryReport, IndexReport
 from graphmem.models import (
     BackupInfo,
     CypherResult,
@@ -93,6 +93,15 @@ class RemoteMemory:
         result: IndexReport = self._call("index_triples", **options)
         if on_progress:
             on_progress(result.memories, result.memories)
+        return result
+
+    def apply_glossary(
+        self, path: str | Path | None = None, *, dry_run: bool = False
+    ) -> GlossaryReport:
+        """A path travels as text; a relative one is the project's, as in the owner."""
+        result: GlossaryReport = self._call(
+            "apply_glossary", str(path) if path else None, dry_run=dry_run
+        )
         return result
 
     def _call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -71,6 +71,8 @@ class Extraction:
         self._lock = threading.Lock()
         self._indexer: TripleIndexer | None = None
         self._jobs = Jobs("graphmem-extract", initializer=lower_priority)
+        # run before each batch is resolved: GraphMemory applies the glossary when it changed
+        self.before_batch: Callable[[], object] | None = None
 
     def indexer(self) -> TripleIndexer:
         with self._lock:
@@ -78,8 +80,14 @@ class Extraction:
                 from graphmem.graph.indexer import TripleIndexer
 
                 extractor = shared_extractor(self.settings)
-                self._indexer = TripleIndexer(self.store, extractor, self.embed_names)
+                self._indexer = TripleIndexer(
+                    self.store, extractor, self.embed_names, before_batch=self._before_batch
+                )
             return self._indexer
+
+    def _before_batch(self) -> None:
+        if self.before_batch is not None:
+            self.before_batch()
 
     def schedule(self, memory_ids: Sequence[str]) -> None:
         """Queue extraction once the memories are committed: a job that ran inside the writer's

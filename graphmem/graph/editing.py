@@ -7,9 +7,8 @@ difference the other way (`undo`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+import copy
+from collections.abc import Sequence
 from dataclasses import astuple, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -28,23 +27,6 @@ from graphmem.service_context import Service
 from graphmem.storage.protocols import EntityLink, Store, compact_key
 
 ROW_FIELDS = ("id", "name", "norm", "key", "label")
-# who a correction is audited as: (actor, steward finding, run); a person by default
-_AUDITED_AS: ContextVar[tuple[str, str | None, str | None]] = ContextVar(
-    "audited_as", default=("user", None, None)
-)
-
-
-@contextmanager
-def audited_as(actor: str, item: str | None, run: str | None) -> Iterator[None]:
-    """Corrections made inside are audited as `actor`'s, applying steward finding `item` of
-    `run`: undoing the audit row puts the finding back in the inbox."""
-    token = _AUDITED_AS.set((actor, item, run))
-    try:
-        yield
-    finally:
-        _AUDITED_AS.reset(token)
-
-
 MENTIONS = ("memory", "chunk")
 
 
@@ -119,6 +101,18 @@ def undo(store: Store, before: dict[str, Any], after: dict[str, Any]) -> None:
 class EntityEditOps(Service):
     """The audited corrections of the entity graph a person (or an agent) asks for."""
 
+    _actor = "user"
+    _run: str | None = None
+    _item: str | None = None
+
+    def audited_as(self, actor: str, run: str | None, item: str | None = None) -> EntityEditOps:
+        """The same corrections, audited as `actor`'s and as steps of `run`, so that
+        `steward_undo(run)` takes them all back (the glossary's: graph/glossary_ops.py), and
+        as applying steward finding `item`, which undoing them puts back in the inbox."""
+        other = copy.copy(self)
+        other._actor, other._run, other._item = actor, run, item
+        return other
+
     def _row_of(self, entity_id: str) -> dict[str, Any]:
         row = self.store.entities.row(entity_id)
         if row is None:
@@ -131,12 +125,12 @@ class EntityEditOps(Service):
         """Write the difference (unless the caller writes it) and its audit row, in one
         transaction; returns the audit row's id."""
         old, new = difference(before, after)
-        actor, item, run = _AUDITED_AS.get()
         with self.store.transaction():
             if write_it:
                 write(self.store, old, new)
             return self.store.steward.audit_step(
-                actor=actor, action=CURATE + action, target=target, item=item, run=run,
+                actor=self._actor, action=CURATE + action, target=target, item=self._item,
+                run=self._run,
                 before=old, after=new,
             )  # fmt: skip
 
@@ -225,6 +219,20 @@ class EntityEditOps(Service):
         audit = self._commit("remove-entity-alias", entity_id, before, after, write_it=True)
         return EntityAliasReport(entity_id=entity_id, alias=norm, changed=True,
                                  aliases=sorted(after.aliases), audit_id=audit)  # fmt: skip
+
+    def create_entity(self, name: str, label: str = "concept") -> tuple[str, str]:
+        """An entity for a name no text has named yet (a glossary's canonical name), so that
+        aliases can point at it: (its id, the audit row's id). Its id is the name's norm, as
+        extraction would have made it; a name that already resolves is refused (Conflict)."""
+        name = (name or "").strip()
+        norm = self._norm(name, "name")
+        owner = self._owner(norm)
+        if owner is not None:
+            raise Conflict(f"{name!r} already names entity {owner!r}", name=name, owner=owner)
+        row = {"id": norm, "name": name, "norm": norm, "key": compact_key(norm), "label": label,
+               "created_at": utcnow().isoformat()}  # fmt: skip
+        before, after = EntityState(rows={norm: None}), EntityState(rows={norm: row})
+        return norm, self._commit("create-entity", norm, before, after, write_it=True)
 
     # -- rename -------------------------------------------------------------------------------
 

@@ -46,10 +46,14 @@ class TripleIndexer:
         extractor: Extractor,
         embed_names: EmbedNames | None,
         rules: ResolutionRules = DEFAULT_RULES,
+        before_batch: Callable[[], object] | None = None,
     ) -> None:
+        """`before_batch` runs before a batch's names are resolved and written: the project's
+        glossary is applied then, when it changed (graph/glossary_ops.py)."""
         self.store = store
         self.extractor = extractor
         self.resolver = EntityResolver(store, embed_names, rules)
+        self.before_batch = before_batch
 
     def extract(
         self, items: Sequence[tuple[str, str]], pause: Callable[[], None] | None = None
@@ -85,6 +89,8 @@ class TripleIndexer:
         if not items:
             return result
         extractions, result.errors = self.extract(items, pause)
+        if write and self.before_batch is not None:
+            self.before_batch()
         norms = [e.norm for x in extractions for e in x.entities if compact_key(e.norm)]
         resolved = self.resolve(norms, extractions)
         ids, new_rows, aliases = resolved.ids, resolved.rows, resolved.aliases

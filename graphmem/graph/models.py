@@ -71,6 +71,64 @@ class SplitEntityReport(Model):
     audit_id: str | None = Field(default=None, description=AUDIT_ID)
 
 
+class GlossaryName(Model):
+    """One name of the glossary, and the entity it resolves to (or will)."""
+
+    name: str = Field(description="the name as the glossary writes it")
+    norm: str = Field(description="the name as names are resolved by: normalised")
+    entity_id: str = Field(description="the entity of its entry's canonical name")
+    merged: str | None = Field(
+        default=None, description="the entity the name resolved to before, folded into it"
+    )
+    audit_id: str | None = Field(default=None, description=AUDIT_ID)
+
+
+class GlossarySkip(Model):
+    """A name left as it is, and why."""
+
+    name: str
+    entity_id: str
+    why: str
+
+
+class GlossaryReport(Model):
+    """What applying the project's glossary did (or, with dry_run, would do)."""
+
+    path: str = Field(description="the glossary file")
+    found: bool = Field(description="false when there is no such file: no glossary, no change")
+    sha256: str | None = Field(default=None, description="the file's content hash")
+    dry_run: bool = False
+    entries: int = Field(default=0, description="canonical names in the file")
+    created: list[GlossaryName] = Field(
+        default_factory=list, description="canonical names no entity had yet: entities made"
+    )
+    merged: list[GlossaryName] = Field(
+        default_factory=list, description="aliases that named another entity: it was merged"
+    )
+    aliased: list[GlossaryName] = Field(
+        default_factory=list, description="aliases that named nothing: they resolve here now"
+    )
+    unchanged: list[GlossaryName] = Field(
+        default_factory=list, description="names that already resolved to their entity"
+    )
+    skipped: list[GlossarySkip] = Field(
+        default_factory=list,
+        description="aliases naming the entity of another canonical name: left for a person",
+    )
+    run: str | None = Field(
+        default=None,
+        description="the changes' run: `steward_undo(run)` takes them all back, newest first",
+    )
+
+    audit_ids: list[str] = Field(
+        default_factory=list, description="the audit rows written, in order: each undoable"
+    )
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.merged or self.aliased)
+
+
 class IndexReport(Model):
     """What a triple backfill did (or, with dry_run, would do)."""
 

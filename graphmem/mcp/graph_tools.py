@@ -14,6 +14,7 @@ from pydantic import Field
 from graphmem.graph.models import (
     EntityAliasReport,
     EntityList,
+    GlossaryReport,
     IndexReport,
     MergeEntitiesReport,
     MultiHopResult,
@@ -68,6 +69,13 @@ Split an entity in two: a new entity of the same label (named `name`, by default
 original) takes the mentions of `entity_id` in `memory_ids` (document chunk ids work too) and \
 the facts about it only those memories stated. Use it to undo part of a wrong merge or to tell \
 apart two things of one name. Audited: steward_undo(audit_id) puts them back together."""
+
+APPLY_GLOSSARY = """\
+Apply the project's glossary (graphmem.aliases.yaml: canonical names and the other names text \
+uses for them): each alias is made to resolve to its canonical name's entity, merging an entity \
+it named before, and a canonical name nothing names yet gets an entity. `dry_run` shows what \
+would change. Indexing applies it too once the file changes. Audited: steward_undo(run) takes \
+it all back."""
 
 INDEX_TRIPLES = """\
 Extract entities and facts from memories not processed yet (normally done in the background \
@@ -149,6 +157,13 @@ def graph_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
     ) -> SplitEntityReport:
         return gm.split_entity(entity_id, memory_ids, name=name)
 
+    def apply_glossary(
+        dry_run: Annotated[
+            bool, Field(description="Show what would change; write nothing.")
+        ] = False,
+    ) -> GlossaryReport:
+        return gm.apply_glossary(dry_run=dry_run)
+
     def index_triples(
         limit: Annotated[
             int, Field(ge=1, le=5000, description="Memories to process in this call.")
@@ -170,6 +185,8 @@ def graph_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
               hints("Rename an entity", destructive=False, idempotent=True)),
         make_tool(lock, split_entity, SPLIT_ENTITY,
               hints("Split an entity", destructive=False, idempotent=False)),
+        make_tool(lock, apply_glossary, APPLY_GLOSSARY,
+              hints("Apply the glossary", destructive=True, idempotent=True)),
         make_tool(lock, index_triples, INDEX_TRIPLES,
               hints("Extract entities and facts")),
     ]  # fmt: skip

@@ -117,6 +117,7 @@ GROUPS = (
             "remove_alias": "a name resolves there no more",
             "rename_entity": "show another name; the old one stays an alias",
             "split_entity": "some memories' mentions to a new entity",
+            "apply_glossary": "the project's names file",
             "index_triples": "extract what waits",
         },
         {

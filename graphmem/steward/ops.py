@@ -284,14 +284,12 @@ class StewardOps(Service):
     def _apply_unnoticed(self, finding: Finding, *, actor: str, run: str | None) -> None:
         targets = finding.targets
         if finding.action in ("merge_entities", "split_entity"):  # audited as corrections are
-            with editing.audited_as(actor, finding.id, run):
-                if finding.action == "merge_entities":
-                    self._entity_edits.merge_entities(targets[0], targets[1:])
-                else:
-                    evidence = finding.evidence
-                    self._entity_edits.split_entity(
-                        targets[0], evidence["texts"], name=evidence["name"]
-                    )
+            edits = self._entity_edits.audited_as(actor, run, item=finding.id)
+            if finding.action == "merge_entities":
+                edits.merge_entities(targets[0], targets[1:])
+            else:
+                evidence = finding.evidence
+                edits.split_entity(targets[0], evidence["texts"], name=evidence["name"])
             return
         before: dict[str, Any] = {}
         made: list[list[str]] = []

@@ -23,7 +23,7 @@ def test_the_command_map_names_every_command_and_its_module() -> None:
     top = {name: module for name, module in found.items() if module is not None}
     assert {name: f"graphmem.cli.{module}" for name, module in cli.COMMANDS.items()} == top
     assert set(found) - set(top) == {
-        "db", "daemon", "canonical", "repo", "session", "steward", "sediment",
+        "db", "daemon", "canonical", "repo", "session", "steward", "sediment", "glossary",
     }  # fmt: skip
 
 

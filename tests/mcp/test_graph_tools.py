@@ -17,7 +17,10 @@ async def test_graph_tools_are_listed_with_honest_hints(client: Client) -> None:
     for name in ("recall_multihop", "list_entities"):
         assert tools[name].annotations.read_only_hint is True
     assert tools["merge_entities"].annotations.destructive_hint is True
-    for name in ("add_entity_alias", "remove_entity_alias", "rename_entity", "split_entity"):
+    for name in (
+        "add_entity_alias", "remove_entity_alias", "rename_entity", "split_entity",
+        "apply_glossary",
+    ):  # fmt: skip
         assert tools[name].annotations.read_only_hint is False
     assert tools["index_triples"].annotations.read_only_hint is False
 
@@ -65,3 +68,21 @@ async def test_entity_corrections_are_undone_by_the_steward_undo_tool(
     assert split["new_entity_id"] == "mercury~2" and split["memories"] == [first.id]
     renamed = await call(client, "rename_entity", entity_id="mercury~2", name="Mercury ops")
     assert renamed["previous"] == "Mercury"
+
+
+async def test_apply_glossary_shows_then_applies_the_projects_names(
+    client: Client, gm: GraphMemory
+) -> None:
+    gm.remember("The api uses Postgres.")
+    gm.remember("The api uses PostgreSQL.")
+    await call(client, "index_triples")
+    (gm.path.parent / "graphmem.aliases.yaml").write_text("PostgreSQL: [Postgres]\n")
+    planned = await call(client, "apply_glossary", dry_run=True)
+    assert planned["dry_run"] and planned["merged"][0]["merged"] == "postgres"
+    assert gm.entity_page("postgres").mentions == 1  # nothing written
+    applied = await call(client, "apply_glossary")
+    assert applied["run"] and applied["merged"][0]["audit_id"] in applied["audit_ids"]
+    assert gm.entity_page("postgresql").mentions == 2
+    undone = await call(client, "steward_undo", id=applied["run"])
+    assert undone["undone"] == applied["audit_ids"]
+    assert gm.entity_page("postgres").mentions == 1

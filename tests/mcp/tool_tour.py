@@ -28,7 +28,7 @@ ALL_TOOLS = frozenset(
         "project_bank_view", "recall_as_of", "knowledge_timeline", "cite_source", "verify_entry",
         "verification_candidates", "drift_scan", "recall_multihop", "list_entities",
         "merge_entities", "add_entity_alias", "remove_entity_alias", "rename_entity",
-        "split_entity", "index_triples", "index_documents", "semantic_search",
+        "split_entity", "apply_glossary", "index_triples", "index_documents", "semantic_search",
         "expand_section", "repo_list", "repo_read", "repo_search", "close_session",
         "review_session_changes", "resolve_review_item", "accept_session_changes",
         "resolve_review_queue", "steward_run", "steward_inbox", "steward_inbox_resolve",
@@ -114,6 +114,7 @@ def prepare_project(root: Path) -> None:
     (root / CITED_FILE).write_text("# Deploy\n\nArgoCD syncs the billing-api chart.\n")
     (root / "docs" / "runbooks").mkdir(exist_ok=True)
     (root / "docs" / "runbooks" / "billing-502.md").write_text(RUNBOOK)
+    (root / "graphmem.aliases.yaml").write_text("Stripe: [Stripe Payments]\n")
 
 
 async def run_tour(call: Caller, detail: Detail = "compact") -> Tour:
@@ -313,6 +314,8 @@ async def run_tour(call: Caller, detail: Detail = "compact") -> Tour:
     if len(entities) >= 2:
         await ok("merge_entities", primary=entities[0]["id"], duplicates=[entities[1]["id"]])
     await refused("merge_entities", primary="no-such-entity", duplicates=["neither"])
+    await ok("apply_glossary", dry_run=True)
+    await ok("apply_glossary")
     await ok("recall_multihop", query="what broke billing-api checkout")
     await ok(
         "recall_multihop",
