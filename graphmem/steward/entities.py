@@ -7,16 +7,19 @@ typo of Marksuhl, "NYC" is New York City). The steward ranks the candidates by t
 person would look at, and accepting one merges (or splits) through the audited corrections, so
 the name resolves the same way in every later text; a dismissed suggestion is never filed again.
 
-A pair is a candidate when the names share a rare word, begin alike or one is the other's
-initials. Its confidence is how alike the names are, times how much their texts agree:
+A pair is a candidate when one name ends or starts the other, begins alike with as many words,
+or is the other's initials. Its confidence is how alike the names are, times how much their
+texts agree:
 
-- the names: the shorter is the end of the longer ("Duncan", "William Duncan"; English puts a
-  name's head last, so "Logit dashboard" is another thing than "Logit"), its initials, or each
-  word of one spelt nearly as a word of the other ("Johann Ernst", "John Ernest");
+- the names: the shorter is the end of the longer ("Duncan", "William Duncan": English puts a
+  name's head last, so "Slack channel" is another thing than Slack, and only a person's first
+  name starts the full name), its initials, or each word of one spelt nearly as a word of the
+  other ("Johann Ernst", "John Ernest"); after a preposition ("Cleopatra of Jerusalem") or in
+  plain lower-case words ("acoustic guitar", a kind of guitar) an end says less;
 - the texts: named in one text (a text names someone in full, then shortly), or beside the same
   other entities;
-- a short name that could end several longer ones ("Duncan": William or Isadora) is split among
-  them, and two labels that cannot be one thing (a person and a place) count against it.
+- a short name that could end several longer ones ("Duncan": William or Isadora) is less sure,
+  and two labels that cannot be one thing (a person and a place) count against it.
 
 A wrong merge is a name an entity was mentioned by whose words say more than the entity's name
 (a possessive, a plural or a further word: "data.gov.uk applications" taken in by data.gov.uk),
@@ -26,6 +29,7 @@ proposed as a split of the texts that said it.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -40,10 +44,14 @@ _NUMBER = re.compile(r"\d+|(?=[mdclxvi])m*(c[md]|d?c{0,3})(x[cl]|l?x{0,3})(i[xv]
 MAX_BLOCK = 40  # a word more entities share than this is too common to pair them by
 MIN_CONFIDENCE = 0.3  # below this a suggestion is noise to a person
 SPELLING = 0.8  # two words this alike (difflib's ratio) may be one word misspelt
+ALONE = 6  # letters a one-word name needs at least to be another's misspelling
 # words that join a name's head to what follows: what ends "University of Alabama" is a place
 # the university is named after, not the university
 LINKS = word_set("of de del della di da von van zu du des la le at in on for")
 ARTICLES = frozenset(("the", "a", "an"))
+ADDRESSES = frozenset(("url", "path"))  # where a thing is, spelt exactly: no name to misspell
+MIN_SHARED = 2  # neighbours two entities share at least for their company to count
+MAX_EXTRA = 3  # more words than this before a name make a title ("how-to-contact-...-engine")
 # labels that name things of different sorts: a person is not a place or an organisation
 _SORTS = {"person": "person", "gpe": "place", "loc": "place", "fac": "place", "org": "org",
           "norp": "group", "date": "time", "time": "time"}  # fmt: skip
@@ -68,7 +76,8 @@ class EntityTexts:
         names: dict[str, str] = {}
         labels: dict[str, str] = {}
         for entity_id, name, label in entities:
-            names[entity_id], labels[entity_id] = name, label
+            if label not in ADDRESSES:
+                names[entity_id], labels[entity_id] = name, label
         out = cls(names, labels)
         for source, entity_id, words in mentions:
             if entity_id not in names:
@@ -116,7 +125,9 @@ def name_likeness(
     if not short or not long or short == long:
         return 0.0, ""
     extra = len(long) - len(short)
-    if extra > 0 and tuple(long[-len(short) :]) == tuple(short):
+    if 0 < extra <= MAX_EXTRA and tuple(long[-len(short) :]) == tuple(short):
+        if not any(ch.isspace() for ch in written.strip()):  # "govuk-docker" is a repository
+            return 0.0, ""
         if long[-len(short) - 1] in LINKS:  # "Cleopatra of Jerusalem" is not Jerusalem
             return 0.5, "the end of the other name, after a preposition"
         if plain(written):  # "acoustic guitar" is a kind of guitar
@@ -125,13 +136,13 @@ def name_likeness(
     if len(short) == 1 and len(long) >= 2 and len(short[0]) >= 2 and short[0] == initials(long):
         return 0.9, "the other name's initials"
     if extra == 0 and all(respelt(a, b) for a, b in zip(short, long, strict=True)):
+        if len(short) == 1 and min(len(short[0]), len(long[0])) < ALONE:
+            return 0.0, ""  # "Logit", "login": a letter apart, and two words
         whole = difflib.SequenceMatcher(None, " ".join(short), " ".join(long)).ratio()
         return whole, "spelt nearly alike"
-    if extra > 0 and tuple(long[: len(short)]) == tuple(short):
-        if labels == ("person", "person"):  # a first name, then the full name
-            return 0.6, "the start of the other name"
-        return 0.3, "the start of the other name"
-    return 0.0, ""
+    if extra > 0 and tuple(long[: len(short)]) == tuple(short) and labels == ("person",) * 2:
+        return 0.6, "the start of the other name"  # a first name, then the full name
+    return 0.0, ""  # "Slack channel" is not Slack: a name's head is its last word
 
 
 def respelt(a: str, b: str) -> bool:
@@ -139,7 +150,7 @@ def respelt(a: str, b: str) -> bool:
     ("Henry II", "Henry III"; "2019", "2018")."""
     if a == b:
         return True
-    if _NUMBER.fullmatch(a) or _NUMBER.fullmatch(b):
+    if min(len(a), len(b)) < 4 or _NUMBER.fullmatch(a) or _NUMBER.fullmatch(b):
         return False
     return difflib.SequenceMatcher(None, a, b).ratio() >= SPELLING
 
@@ -208,23 +219,30 @@ def same_entities(graph: EntityTexts) -> list[Suggestion]:
         if why.startswith("the end of the other name"):
             endings[tuple(words_of(graph.names[short]))] += 1
         scored.append((long, short, likeness, why))
+    company: dict[str, set[str]] = {}
+
+    def neighbours(entity_id: str) -> set[str]:
+        if entity_id not in company:
+            company[entity_id] = graph.neighbours(entity_id, by_source)
+        return company[entity_id]
+
     out = []
     for long, short, likeness, why in scored:
         together = len(graph.sources.get(long, set()) & graph.sources.get(short, set()))
-        na, nb = graph.neighbours(long, by_source), graph.neighbours(short, by_source)
+        na, nb = neighbours(long), neighbours(short)
         shared = len((na & nb) - {long, short})
-        overlap = shared / len(na | nb) if na | nb else 0.0
+        # the share of the rarer one's company the other keeps too: a name seldom written
+        # keeps the company of the name it shortens, however often that one is written
+        overlap = shared / min(len(na), len(nb)) if shared >= MIN_SHARED else 0.0
         context = min(1.0, 0.5 * min(together, 2) + overlap * 2)
         ambiguous = endings[tuple(words_of(graph.names[short]))] if why.startswith("the end") else 1
         clash = sorts_clash(graph.labels.get(long, ""), graph.labels.get(short, ""))
-        confidence = likeness * (0.5 + 0.5 * context) / max(ambiguous, 1) * (0.5 if clash else 1)
+        confidence = likeness * (0.5 + 0.5 * context) / math.sqrt(ambiguous) * (0.5 if clash else 1)
         if confidence < MIN_CONFIDENCE:
             continue
-        keep, other = (long, short)
-        if why == "spelt nearly alike" and len(graph.sources.get(short, ())) > len(
-            graph.sources.get(long, ())
-        ):
-            keep, other = short, long  # the spelling more texts use
+        keep, other = (long, short)  # the fuller name, unless more texts use the other
+        if len(graph.sources.get(short, ())) > len(graph.sources.get(long, ())):
+            keep, other = short, long
         out.append(
             Suggestion(
                 "same_entity", keep, other, round(confidence, 4),

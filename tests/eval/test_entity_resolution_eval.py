@@ -141,3 +141,22 @@ def test_the_subcommand_writes_its_results(tmp_path: Path) -> None:
 
     assert code == 0
     assert json.loads(out.read_text())["notes"]["mentions"] >= 40
+
+
+@needs_model
+def test_a_simulated_user_deciding_suggestions_and_a_glossary_raise_recall() -> None:
+    result = entities.run_entities(
+        LABELS, bench=None, notes=NOTES, embedder=HashEmbedder(), kinds=["notes"],
+        with_feedback=True,
+    )  # fmt: skip
+
+    feedback = result["feedback"]
+    start, last = feedback["curve"][0], feedback["curve"][-1]
+    assert (start["precision"], start["recall"]) == (
+        result["notes"]["precision"], result["notes"]["recall"],
+    )  # fmt: skip
+    assert last["decisions"] == len(feedback["curve"]) - 1 >= 1
+    assert last["recall"] > start["recall"] and last["precision"] == 1.0
+    assert "PgBouncer transaction mode" in " ".join(c["suggestion"] for c in feedback["curve"][1:])
+    glossary = feedback["glossary"]
+    assert glossary["entities"] >= 1 and glossary["recall"] > start["recall"]
