@@ -29,6 +29,7 @@ proposed as a split of the texts that said it.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
 from collections import Counter, defaultdict
@@ -145,6 +146,7 @@ def name_likeness(
     return 0.0, ""  # "Slack channel" is not Slack: a name's head is its last word
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def respelt(a: str, b: str) -> bool:
     """One word spelt two ways ("Johann", "John"); a number is never another's misspelling
     ("Henry II", "Henry III"; "2019", "2018")."""
@@ -152,7 +154,10 @@ def respelt(a: str, b: str) -> bool:
         return True
     if min(len(a), len(b)) < 4 or _NUMBER.fullmatch(a) or _NUMBER.fullmatch(b):
         return False
-    return difflib.SequenceMatcher(None, a, b).ratio() >= SPELLING
+    if 2 * min(len(a), len(b)) < SPELLING * (len(a) + len(b)):
+        return False  # the ratio is at most this: too far apart in length
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return matcher.quick_ratio() >= SPELLING and matcher.ratio() >= SPELLING
 
 
 def sorts_clash(a: str, b: str) -> bool:
@@ -160,11 +165,10 @@ def sorts_clash(a: str, b: str) -> bool:
     return sa is not None and sb is not None and sa != sb
 
 
-def candidate_pairs(graph: EntityTexts) -> Iterator[tuple[str, str]]:
+def candidate_pairs(words: dict[str, tuple[str, ...]]) -> Iterator[tuple[str, str]]:
     """Pairs of entities one of whose names starts or ends the other, begins alike with as
     many words, or is the other's initials; each pair once. A name that starts or ends more
     than `MAX_BLOCK` others ("service") is a kind of thing: it pairs with none of them."""
-    words = {e: tuple(words_of(name)) for e, name in graph.names.items()}
     ends: dict[tuple[str, ...], list[str]] = defaultdict(list)
     starts: dict[tuple[str, ...], list[str]] = defaultdict(list)
     alike: dict[tuple[str, int], list[str]] = defaultdict(list)
@@ -207,17 +211,18 @@ def same_entities(graph: EntityTexts) -> list[Suggestion]:
             by_source[source].add(entity_id)
     scored: list[tuple[str, str, float, str]] = []
     endings: Counter[tuple[str, ...]] = Counter()  # how many longer names a short one ends
-    for a, b in candidate_pairs(graph):
-        wa, wb = words_of(graph.names[a]), words_of(graph.names[b])
+    words = {e: tuple(words_of(name)) for e, name in graph.names.items()}
+    for a, b in candidate_pairs(words):
+        wa, wb = words[a], words[b]
         short, long = (a, b) if (len(wa), wa) <= (len(wb), wb) else (b, a)
         likeness, why = name_likeness(
-            words_of(graph.names[short]), words_of(graph.names[long]), graph.names[long],
+            words[short], words[long], graph.names[long],
             (graph.labels.get(short, ""), graph.labels.get(long, "")),
         )  # fmt: skip
         if likeness <= 0:
             continue
         if why.startswith("the end of the other name"):
-            endings[tuple(words_of(graph.names[short]))] += 1
+            endings[words[short]] += 1
         scored.append((long, short, likeness, why))
     company: dict[str, set[str]] = {}
 
@@ -235,7 +240,7 @@ def same_entities(graph: EntityTexts) -> list[Suggestion]:
         # keeps the company of the name it shortens, however often that one is written
         overlap = shared / min(len(na), len(nb)) if shared >= MIN_SHARED else 0.0
         context = min(1.0, 0.5 * min(together, 2) + overlap * 2)
-        ambiguous = endings[tuple(words_of(graph.names[short]))] if why.startswith("the end") else 1
+        ambiguous = endings[words[short]] if why.startswith("the end") else 1
         clash = sorts_clash(graph.labels.get(long, ""), graph.labels.get(short, ""))
         confidence = likeness * (0.5 + 0.5 * context) / math.sqrt(ambiguous) * (0.5 if clash else 1)
         if confidence < MIN_CONFIDENCE:
