@@ -10,7 +10,9 @@ from graphmem.service import GraphMemory
 from graphmem.steward.entities import EntityTexts, same_entities, wrong_merges
 
 
-def _graph(entities: dict[str, tuple[str, str]], mentions: list[tuple[str, str, str]]):
+def _graph(
+    entities: dict[str, tuple[str, str]], mentions: list[tuple[str, str, str]]
+) -> EntityTexts:
     return EntityTexts.read([(i, name, label) for i, (name, label) in entities.items()], mentions)
 
 
@@ -70,7 +72,7 @@ def test_a_short_name_that_ends_several_names_is_less_sure_and_a_person_is_not_a
                 ("t1", "william duncan", "W"),
                 ("t2", "isadora duncan", "I"),
             ],
-        )  # fmt: skip
+        )
     )
     assert both[("william duncan", "duncan")] == pytest.approx(
         alone[("william duncan", "duncan")] / 2**0.5, abs=1e-4
