@@ -121,7 +121,7 @@ def titles_of(gm: Any) -> dict[str, str]:
 
 REACH = ("missed", "in_pool", "reached", "pagerank_top3", "pagerank_top10", "full_after_one_hop")
 # recall_multihop's defaults (GraphAPI.recall_multihop)
-SEED_K, MAX_HOPS, DAMPING = 5, 2, 0.85
+SEED_K, MAX_HOPS, DAMPING = 3, 2, 0.85
 
 
 def walk_reach(
@@ -380,7 +380,7 @@ def run_sets(
             "embedding_space": embedder.space.label,
             "memory": "title + newline + text, one memory per passage",
             "extraction": "spaCy extractor (no LLM), every passage, before the questions",
-            "recall_multihop": "defaults (max_hops 2, seed_k 5)",
+            "recall_multihop": "defaults (max_hops 2, seed_k 3, graph_weight 0.8)",
             "metric": "share of gold titles among the top-k passages' titles, averaged",
             "store_dir": str(store_dir) if store_dir else None,
         },

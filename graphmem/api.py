@@ -184,11 +184,11 @@ class GraphAPI(Protocol):
         query: str,
         *,
         max_hops: int = 2,
-        seed_k: int = 5,
+        seed_k: int = 3,
         limit: int = 10,
         filters: Filters = None,
         damping: float = 0.85,
-        graph_weight: float = 0.02,
+        graph_weight: float = 0.8,
         answer_weight: float = 0.3,
     ) -> MultiHopResult: ...
 

@@ -226,7 +226,7 @@ def multihop(
     max_hops: Annotated[
         int, typer.Option("--max-hops", help="Memory-to-memory steps from a seed (0-4).")
     ] = 2,
-    seed_k: Annotated[int, typer.Option("--seeds", help="Hybrid-recall hits to start from.")] = 5,
+    seed_k: Annotated[int, typer.Option("--seeds", help="Hybrid-recall hits to start from.")] = 3,
     limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
     type_: TypeOpt = None,
     kind: KindOpt = None,

@@ -266,17 +266,23 @@ class GraphOps(Service):
         query: str,
         *,
         max_hops: int = 2,
-        seed_k: int = 5,
+        seed_k: int = 3,
         limit: int = 10,
         filters: Filters = None,
         damping: float = 0.85,
-        graph_weight: float = 0.02,
+        graph_weight: float = 0.8,
         answer_weight: float = 0.3,
     ) -> MultiHopResult:
         """Seeds from hybrid recall, a walk over their entities, facts, supersession and session
         neighbours, personalised PageRank over what it reached, and the answer hop's clues (the
         question's people beside the kind of thing it asks for), fused with the recall scores;
-        each hit carries the path that reached it."""
+        each hit carries the path that reached it.
+
+        What the walk reaches that recall missed can pass recall's weaker hits (graph_weight
+        0.8, multihop.fuse), except for a question about someone who speaks in the store's
+        conversations (multihop.speaker_share). Three seeds, not five: recall's fourth and fifth
+        hits are then ranked as the walk finds them, not kept by recall's score alone (passage
+        R@5 of 2WikiMultihopQA 76.5 -> 78.4, MuSiQue 64.3 -> 69.3)."""
         from graphmem.graph import multihop
 
         check_limit(limit)
@@ -310,7 +316,8 @@ class GraphOps(Service):
         sub = multihop.gather(self.store, list(seeds), max_hops=max_hops)
         walked = multihop.rank(sub, seeds, damping=damping)
         clues = multihop.answer_hop(self.store, query, sub, list(recalled)) if max_hops else {}
-        scores = multihop.fuse(recalled, walked, set(seeds), graph_weight, clues, answer_weight)
+        weight = graph_weight * multihop.speaker_share(self.store, query)
+        scores = multihop.fuse(recalled, walked, set(seeds), weight, clues, answer_weight)
         reached = [m for m in scores if m not in recalled]
         allowed = set(recalled) | self._allowed(wanted, reached)
         top = [m for m in sorted(scores, key=lambda m: -scores[m]) if m in allowed][:limit]

@@ -95,8 +95,8 @@ def graph_tools(gm: GraphMemory, lock: threading.Lock) -> list[Tool]:
             int, Field(ge=0, le=4, description="Memory-to-memory steps from a seed (default 2).")
         ] = 2,
         seed_k: Annotated[
-            int, Field(ge=1, le=100, description="Plain-recall hits to start from (default 5).")
-        ] = 5,
+            int, Field(ge=1, le=100, description="Plain-recall hits to start from (default 3).")
+        ] = 3,
         limit: Limit = 10,
         type: TypeArg = None,
         kind: KindArg = None,

@@ -104,7 +104,7 @@ def _plain_walk(
                 if memory in new:
                     mention(memory, entity)
         memories += new
-        frontier = new
+        frontier = new[: multihop.MAX_FRONTIER]
     return memories, edges
 
 
@@ -141,6 +141,31 @@ def test_rank_favours_memories_close_to_the_seeds() -> None:
     assert set(scores) == {"m1", "m2", "m3"}  # m4 shares nothing with them
     assert scores["m1"] > scores["m2"] > scores["m3"] > 0
     assert trace(sub, ["m1"], ["m3"]) == {"m3": ["m:m1", "e:e1", "m:m2", "e:e2", "m:m3"]}
+
+
+def test_rank_restarts_mostly_from_recalls_first_hit() -> None:
+    index = _index([("m1", "e1"), ("a", "e1"), ("m2", "e2"), ("b", "e2")])
+    sub = gather(_Store(index), ["m1", "m2"], max_hops=1)  # type: ignore[arg-type]
+
+    scores = rank(sub, {"m1": 1.0, "m2": 0.9}, damping=0.85)
+
+    # 0.9 ** SEED_SHARPNESS: the second seed restarts less than half as often as the first
+    assert scores["a"] > 2 * scores["b"]
+
+
+def test_fuse_lets_what_the_walk_reached_pass_a_weak_seed_but_not_recalls_first_hits() -> None:
+    recalled = {"r1": 1.0, "r2": 0.95, "r3": 0.7, "r4": 0.6}
+    seeds = {"r1", "r2", "r3"}
+    walked = {"r1": 0.5, "r2": 0.3, "r3": 0.2, "far": 0.05, "near": 0.1}
+
+    scores = multihop.fuse(recalled, walked, seeds, 0.8, {}, 0.3)
+
+    order = sorted(scores, key=lambda m: -scores[m])
+    assert order[:2] == ["r1", "r2"]  # protected: the walk adds to them
+    assert order.index("near") < order.index("r3")  # a seed's PageRank is its own restart
+    assert scores["near"] == pytest.approx(0.8)  # the best memory reached gets the full bonus
+    assert scores["far"] == pytest.approx(0.4)
+    assert scores["r4"] == pytest.approx(0.6)  # recalled, not reached
 
 
 def test_paths_follow_the_strongest_links() -> None:

@@ -232,6 +232,11 @@ def test_multihop_walks_from_the_person_asked_about_to_the_kind_of_thing_asked_f
     reached = oneshot.recall_multihop("What books has Tim read?", seed_k=1).hits
     path = next(h.path_text for h in reached if h.memory.id == stored[2].id)
     assert "-mentions-> Tim <-mentions- Tim: Finally finished" in path
+    # the walk's bonus counts a share as much for a question about someone who speaks here
+    assert multihop.speaker_share(oneshot.store, "What books has Tim read?") == (
+        multihop.SPEAKER_SHARE
+    )
+    assert multihop.speaker_share(oneshot.store, "What books has Ann read?") == 1.0
 
 
 @pytest.mark.parametrize("indexed", [False, True])
