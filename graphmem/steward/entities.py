@@ -42,7 +42,7 @@ from graphmem.extractors.vocabulary import words as word_set
 _WORD = re.compile(r"[^\W_]+")
 # digits, or a Roman numeral (regnal: "Henry III"), not a word of its letters ("civil")
 _NUMBER = re.compile(r"\d+|(?=[mdclxvi])m*(c[md]|d?c{0,3})(x[cl]|l?x{0,3})(i[xv]|v?i{0,3})")
-MAX_BLOCK = 40  # a word more entities share than this is too common to pair them by
+MAX_BLOCK = 40  # a name more others end or start with is a kind of thing ("service")
 MIN_CONFIDENCE = 0.3  # below this a suggestion is noise to a person
 SPELLING = 0.8  # two words this alike (difflib's ratio) may be one word misspelt
 ALONE = 6  # letters a one-word name needs at least to be another's misspelling
@@ -80,11 +80,14 @@ class EntityTexts:
             if label not in ADDRESSES:
                 names[entity_id], labels[entity_id] = name, label
         out = cls(names, labels)
+        norms: dict[str, str] = {}  # the same words are said in many texts
         for source, entity_id, words in mentions:
             if entity_id not in names:
                 continue
             out.sources[entity_id].add(source)
-            norm = normalise(words) if words else entity_id
+            if words and words not in norms:
+                norms[words] = normalise(words)
+            norm = norms[words] if words else entity_id
             out.said[entity_id][norm].add(source)
             out.spelt.setdefault(norm, words)
         return out
