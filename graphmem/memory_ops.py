@@ -297,7 +297,7 @@ class MemoryOps(Service):
             warnings += missing_vector_warnings(self.store, space)
         clues = None
         if config.w_answer > 0:
-            from graphmem.graph.multihop import answer_clues
+            from graphmem.graph.answer_hop import answer_clues
 
             clues = partial(answer_clues, self.store, query)
         ranked, scored_by = rank_candidates(

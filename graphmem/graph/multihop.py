@@ -19,7 +19,6 @@ import numpy.typing as npt
 from graphmem.graph.models import PathNode, PathStep
 from graphmem.indexes.entity_index import EntityIndex, grouped, rows_of
 from graphmem.models import Memory
-from graphmem.recall.query import asked_labels, asks_for_many, parse_names, verb_lemmas
 from graphmem.storage.protocols import Store
 
 MAX_MEMORIES = 700  # memories the walk may gather (LoCoMo dev R@10 the same as with 1,500)
@@ -28,10 +27,6 @@ MAX_MEMORIES = 700  # memories the walk may gather (LoCoMo dev R@10 the same as 
 # as recall (p95 of the walk 27 ms against 12) and ranked what it added no better (R@5 69.3
 # against 68.9; 2WikiMultihopQA 78.4 both)
 MAX_FRONTIER = 100
-CLUE_ROWS = 1500  # rows the answer hop reads at most, for plain recall as for the walk
-MAX_KIND_MEMORIES = 40  # the answer hop's limit on memories naming a thing of the asked kind
-VERB_FACT_SHARE = 1 / 3  # a fact with the question's verb, against a thing of the asked kind
-SINGLE_ANSWER_SHARE = 1 / 3  # the clues of a question after one thing, against one after several
 HUB_MENTIONS = (
     60  # an entity named by more memories than this is not expanded (it links everything)
 )
@@ -39,9 +34,6 @@ HUB_MENTIONS = (
 # scores lie close together, and the walk should start mostly from its first hit
 SEED_SHARPNESS = 8
 PROTECTED = 2  # recall's first hits, which the walk does not push down
-# the share of `graph_weight` a question about someone who speaks in the store's conversations
-# gets (0.8 x 0.025 = 0.02, the weight tuned on LoCoMo): see `speaker_share`
-SPEAKER_SHARE = 0.025
 
 
 class Edge(NamedTuple):
@@ -267,11 +259,11 @@ class Graph:
         return ptr.tolist(), dst[order].tolist(), (1.0 / weight[order]).tolist()
 
 
-def _m(memory_id: str) -> str:
+def memory_node(memory_id: str) -> str:
     return "m:" + memory_id
 
 
-def _e(entity_id: str) -> str:
+def entity_node(entity_id: str) -> str:
     return "e:" + entity_id
 
 
@@ -288,7 +280,7 @@ def gather(store: Store, seeds: Sequence[str], *, max_hops: int) -> Subgraph:
     walk = index.walk
     sub = Subgraph(index)
     sub.memories.update(seeds)
-    sub.seeds = [_m(seed) for seed in seeds]
+    sub.seeds = [memory_node(seed) for seed in seeds]
     known = np.zeros(walk.memory_count, dtype=bool)  # the memories in, by number
     known[[i for m in seeds if (i := index.memory_at.get(m)) is not None]] = True
     expanded = np.zeros(walk.entity_count, dtype=bool)
@@ -317,10 +309,10 @@ def gather(store: Store, seeds: Sequence[str], *, max_hops: int) -> Subgraph:
         admitted = _Admission(sub.memories, MAX_MEMORIES - len(sub.memories))
         for newer, older in index.supersession_links(frontier):
             if admitted(newer) and admitted(older):
-                sub.link(_m(newer), _m(older), "supersedes", 1.0)
+                sub.link(memory_node(newer), memory_node(older), "supersedes", 1.0)
         for before, after in _session_pairs(store, frontier):
             if admitted(before) and admitted(after):
-                sub.link(_m(before), _m(after), "next_in_session", 0.5)
+                sub.link(memory_node(before), memory_node(after), "next_in_session", 0.5)
         _admit_reached(sub, walkable, admitted, known)
         sub.memories.update(admitted.new)
         known[[i for m in admitted.new if (i := index.memory_at.get(m)) is not None]] = True
@@ -402,7 +394,7 @@ def rank(sub: Subgraph, seeds: Mapping[str, float], *, damping: float) -> dict[s
     restart = np.zeros(len(graph.numbers))
     best = max((max(score, 1e-9) for score in seeds.values()), default=1.0)
     for memory_id, score in seeds.items():
-        at = graph.find(_m(memory_id))
+        at = graph.find(memory_node(memory_id))
         if at is not None:
             restart[at] += max(max(score, 1e-9) / best, 1e-6) ** SEED_SHARPNESS
     return graph.memory_scores(personalised_pagerank(graph, restart, damping=damping))
@@ -413,8 +405,8 @@ def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dic
     memory, as graph nodes. Dijkstra from all seeds at once, stopped once every memory asked
     for is reached: the top hits lie close to the seeds, so most of the subgraph is never read."""
     graph = sub.graph
-    sources = [at for m in dict.fromkeys(seeds) if (at := graph.find(_m(m))) is not None]
-    wanted = {at for m in memory_ids if (at := graph.find(_m(m))) is not None}
+    sources = [at for m in dict.fromkeys(seeds) if (at := graph.find(memory_node(m))) is not None]
+    wanted = {at for m in memory_ids if (at := graph.find(memory_node(m))) is not None}
     if not sources:
         return {}
     ptr, neighbours, steps = graph.adjacency()
@@ -448,7 +440,7 @@ def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dic
                 heapq.heappush(queue, (reach, other))
     paths: dict[str, list[str]] = {}
     for memory_id in memory_ids:
-        at = graph.find(_m(memory_id))
+        at = graph.find(memory_node(memory_id))
         if at is None or not settled[at]:
             continue
         path = [at]
@@ -456,88 +448,6 @@ def trace(sub: Subgraph, seeds: Sequence[str], memory_ids: Sequence[str]) -> dic
             path.append(previous[path[-1]])
         paths[memory_id] = [graph.node(n) for n in reversed(path)]
     return paths
-
-
-def answer_hop(
-    store: Store, query: str, sub: Subgraph, gathered: Collection[str] = ()
-) -> dict[str, float]:
-    """Memories that hold a clue to a question about people, with its strength:
-
-    - a thing of the kind the question asks for, named beside a person it names ("Which cities
-      has John visited?": John's memories that name a place), strength 1. If more than
-      `MAX_KIND_MEMORIES` memories do, the kind is too common to reach new memories by, but it
-      still tells apart those recall `gathered`: only they keep the clue;
-    - a fact whose subject is such a person and whose verb is one of the question's
-      ("john -visit-> chicago"), `VERB_FACT_SHARE`, added to the first.
-
-    Both count `SINGLE_ANSWER_SHARE` as much for a question after one thing ("Which book did
-    Tim read in May?"): recall has most often ranked its answer already, and a clue would push
-    it down.
-
-    A list question's answers are spread over memories that share neither words nor much
-    meaning with it; the entity labels and the fact verbs are what they share. Each clue is
-    linked into the subgraph, so the hit's path shows it. Measured on LoCoMo dev:
-    docs/recall.md#multi-hop-recall."""
-    names = parse_names(query)
-    people = sorted(set(store.entities.resolve_known(names).values())) if names else []
-    if not people:
-        return {}
-    clues: dict[str, float] = {}
-    share = 1.0 if asks_for_many(query) else SINGLE_ANSWER_SHARE
-    labels = asked_labels(query)
-    # the people who speak in the conversations are named in turn after turn ("Thanks,
-    # Caroline!"): not the person a question asks for
-    things = (
-        store.entities.things_mentioned_with(
-            people, labels, limit=CLUE_ROWS, besides=sorted(store.memories.speakers())
-        )
-        if labels
-        else []
-    )
-    if len({memory_id for memory_id, *_ in things}) > MAX_KIND_MEMORIES:
-        within = set(gathered)
-        things = [row for row in things if row[0] in within]
-    for memory_id, person, thing, name in things:
-        sub.names[_e(thing)] = name
-        sub.link(_m(memory_id), _e(person), "mentions", 1.0)
-        sub.link(_m(memory_id), _e(thing), "mentions", 1.0)
-        clues[memory_id] = share
-    facts = store.entities.facts_of_people(people, verb_lemmas(query, set(names)), limit=CLUE_ROWS)
-    for memory_id, person, predicate, obj, name in facts:
-        sub.names[_e(obj)] = name
-        sub.link(_e(person), _e(obj), predicate, 1.0)
-        sub.link(_m(memory_id), _e(obj), "mentions", 1.0)
-    for memory_id in {memory_id for memory_id, *_ in facts}:
-        clues[memory_id] = clues.get(memory_id, 0.0) + share * VERB_FACT_SHARE
-    return clues
-
-
-def names_a_speaker(store: Store, query: str) -> bool:
-    """Whether the question names someone who speaks in the store's conversations (a store
-    without conversations is not asked)."""
-    names = parse_names(query)
-    return bool(names) and bool(set(names) & store.memories.speakers())
-
-
-def speaker_share(store: Store, query: str) -> float:
-    """The share of `graph_weight` the walk's bonus gets for this question: `SPEAKER_SHARE` for
-    a question about someone who speaks in the store's conversations, else all of it.
-
-    A conversation's turns are linked by who speaks and by whatever they chat about, so the
-    turns the walk reaches from the seeds are rarely what such a question asks for; its
-    answers are reached by the answer hop. On LoCoMo dev, `recall_multihop` at graph weight
-    0.8 for every question: R@5 0.743 -> 0.666, R@10 0.839 -> 0.811 (0.3: 0.724 and 0.830);
-    with this share: 0.747 and 0.840."""
-    return SPEAKER_SHARE if names_a_speaker(store, query) else 1.0
-
-
-def answer_clues(store: Store, query: str, gathered: Collection[str]) -> dict[str, float]:
-    """The answer hop on its own, for plain recall: its clues without the walk's subgraph.
-    Only a question that names someone who speaks in the store's conversations can have any,
-    so any other query costs no store query."""
-    if not names_a_speaker(store, query):
-        return {}
-    return answer_hop(store, query, Subgraph(), gathered)
 
 
 def personalised_pagerank(

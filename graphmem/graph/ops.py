@@ -280,10 +280,10 @@ class GraphOps(Service):
 
         What the walk reaches that recall missed can pass recall's weaker hits (graph_weight
         0.8, multihop.fuse), except for a question about someone who speaks in the store's
-        conversations (multihop.speaker_share). Three seeds, not five: recall's fourth and fifth
+        conversations (answer_hop.speaker_share). Three seeds, not five: recall's fourth and fifth
         hits are then ranked as the walk finds them, not kept by recall's score alone (passage
         R@5 of 2WikiMultihopQA 76.5 -> 78.4, MuSiQue 64.3 -> 69.3)."""
-        from graphmem.graph import multihop
+        from graphmem.graph import answer_hop, multihop
 
         check_limit(limit)
         if not 0 <= max_hops <= MAX_HOPS:
@@ -315,8 +315,8 @@ class GraphOps(Service):
         seeds = dict(itertools.islice(recalled.items(), seed_k))
         sub = multihop.gather(self.store, list(seeds), max_hops=max_hops)
         walked = multihop.rank(sub, seeds, damping=damping)
-        clues = multihop.answer_hop(self.store, query, sub, list(recalled)) if max_hops else {}
-        weight = graph_weight * multihop.speaker_share(self.store, query)
+        clues = answer_hop.answer_hop(self.store, query, sub, list(recalled)) if max_hops else {}
+        weight = graph_weight * answer_hop.speaker_share(self.store, query)
         scores = multihop.fuse(recalled, walked, set(seeds), weight, clues, answer_weight)
         reached = [m for m in scores if m not in recalled]
         allowed = set(recalled) | self._allowed(wanted, reached)

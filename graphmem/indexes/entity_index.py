@@ -81,7 +81,7 @@ class EntityIndex:
         for newer, older in zip(*_columns(versions, 2), strict=True):
             self.versions_of[newer].append((newer, older))
             self.versions_of[older].append((newer, older))
-        # where the facts about people came from, for the answer hop (graph/multihop.py)
+        # where the facts about people came from, for the answer hop (graph/answer_hop.py)
         person = np.zeros(len(self.entity_ids), dtype=bool)
         person[: len(labels)] = [label == "person" for label in labels]
         about_people = pa.array(

@@ -49,7 +49,7 @@ class RecallConfig(BaseModel):
         default_factory=lambda: {"surface": 0.0, "episodic": 0.0, "semantic": 0.5, "character": 1.0}
     )
     recency_half_life_days: float = 30.0
-    # the answer hop's clues (graph.multihop.answer_hop), as a share of the best fused score
+    # the answer hop's clues (graph.answer_hop), as a share of the best fused score
     w_answer: float = 0.3
     # a conversation turn that ends on a question is less often the answer than the next turn
     question_factor: float = Field(default=0.95, ge=0.0, le=1.0)

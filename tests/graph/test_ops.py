@@ -11,7 +11,7 @@ import pytest
 
 from graphmem.embeddings.hashing import HashEmbedder
 from graphmem.errors import InvalidInput, NotFound
-from graphmem.graph import multihop
+from graphmem.graph import answer_hop
 from graphmem.graph.multihop import Subgraph
 from graphmem.indexes import search_state
 from graphmem.recall.query import asked_labels
@@ -201,13 +201,13 @@ def test_multihop_walks_from_the_person_asked_about_to_the_kind_of_thing_asked_f
     oneshot.index_triples()
     titles = {stored[2].id, stored[5].id}  # name a book without saying "book" or "read"
 
-    clues = multihop.answer_hop(oneshot.store, "What books has Tim read?", Subgraph())
+    clues = answer_hop.answer_hop(oneshot.store, "What books has Tim read?", Subgraph())
     # "Tim read ... on the train": a fact with the question's verb, a weaker clue
-    assert clues == {**dict.fromkeys(titles, 1.0), stored[1].id: multihop.VERB_FACT_SHARE}
-    assert multihop.answer_hop(oneshot.store, "What does Tim do?", Subgraph()) == {}
+    assert clues == {**dict.fromkeys(titles, 1.0), stored[1].id: answer_hop.VERB_FACT_SHARE}
+    assert answer_hop.answer_hop(oneshot.store, "What does Tim do?", Subgraph()) == {}
     # after one book, the same clues count a third: recall most often has its answer already
-    one = multihop.answer_hop(oneshot.store, "Which book has Tim read?", Subgraph())
-    assert one == pytest.approx({m: v * multihop.SINGLE_ANSWER_SHARE for m, v in clues.items()})
+    one = answer_hop.answer_hop(oneshot.store, "Which book has Tim read?", Subgraph())
+    assert one == pytest.approx({m: v * answer_hop.SINGLE_ANSWER_SHARE for m, v in clues.items()})
 
     def ranks(answer_weight: float) -> list[str]:
         result = oneshot.recall_multihop("What books has Tim read?", answer_weight=answer_weight)
@@ -233,10 +233,10 @@ def test_multihop_walks_from_the_person_asked_about_to_the_kind_of_thing_asked_f
     path = next(h.path_text for h in reached if h.memory.id == stored[2].id)
     assert "-mentions-> Tim <-mentions- Tim: Finally finished" in path
     # the walk's bonus counts a share as much for a question about someone who speaks here
-    assert multihop.speaker_share(oneshot.store, "What books has Tim read?") == (
-        multihop.SPEAKER_SHARE
+    assert answer_hop.speaker_share(oneshot.store, "What books has Tim read?") == (
+        answer_hop.SPEAKER_SHARE
     )
-    assert multihop.speaker_share(oneshot.store, "What books has Ann read?") == 1.0
+    assert answer_hop.speaker_share(oneshot.store, "What books has Ann read?") == 1.0
 
 
 @pytest.mark.parametrize("indexed", [False, True])
@@ -296,7 +296,7 @@ def test_a_walk_takes_an_index_read_moments_ago_while_extraction_is_behind(
 def test_a_kind_too_common_to_reach_by_still_marks_what_recall_gathered(
     oneshot: GraphMemory,
 ) -> None:
-    many = multihop.MAX_KIND_MEMORIES + 5
+    many = answer_hop.MAX_KIND_MEMORIES + 5
     stored = oneshot.remember_many(
         [{"content": f'Tim: finished "The Book Number {i}" last night.'} for i in range(many)]
     )
@@ -304,10 +304,10 @@ def test_a_kind_too_common_to_reach_by_still_marks_what_recall_gathered(
     question = "What books has Tim read?"
 
     # more memories name Tim beside a title than the kind may reach: none is brought in
-    assert multihop.answer_hop(oneshot.store, question, Subgraph()) == {}
+    assert answer_hop.answer_hop(oneshot.store, question, Subgraph()) == {}
     # but among what recall gathered, the kind still tells
     gathered = [m.id for m in stored[:3]]
-    clues = multihop.answer_hop(oneshot.store, question, Subgraph(), gathered)
+    clues = answer_hop.answer_hop(oneshot.store, question, Subgraph(), gathered)
     assert {m for m, v in clues.items() if v >= 1.0} == set(gathered)
 
 
@@ -323,7 +323,7 @@ def test_the_people_who_speak_are_not_the_person_a_question_asks_for(
     )
     oneshot.index_triples()
 
-    clues = multihop.answer_hop(oneshot.store, "Which artists has Melanie seen?", Subgraph())
+    clues = answer_hop.answer_hop(oneshot.store, "Which artists has Melanie seen?", Subgraph())
 
     # Caroline is named beside Melanie too, but she is the one Melanie talks to
     assert set(clues) == {stored[1].id}
