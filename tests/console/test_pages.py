@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from graphmem.console.app import console_mount
 from graphmem.models import Hit, Memory, RecallResult, utcnow
-from graphmem.storage.protocols.entities import EntityRow
+from graphmem.storage.protocols.entities import EntityRow, Mention
 from tests.console.conftest import TOKEN, Seeded
 from tests.console.test_auth import csrf, signed_in
 
@@ -131,6 +131,39 @@ def test_every_link_of_the_inbox_leads_to_a_page(console: str, seeded: Seeded) -
         assert client.get(link.removeprefix("/console")).status_code == 200, link
     entity = client.get("/entity/policy").text
     assert "No memory names it any more" in entity
+
+
+def test_an_entity_suggestion_links_its_entities_and_applying_it_merges_them(
+    console: str, seeded: Seeded
+) -> None:
+    gm = seeded.gm
+    said = [gm.remember(text) for text in ("the director wrote it", "he acted in it too")]
+    gm.wait_for_extraction()
+    rows = [
+        EntityRow("william duncan", "William Duncan", "william duncan", "williamduncan", "person"),
+        EntityRow("duncan", "Duncan", "duncan", "duncan", "person"),
+    ]
+    gm.store.entities.write_extraction(
+        [m.id for m in said], extractor="test", entities=rows, aliases={},
+        mentions=[Mention(said[0].id, "william duncan", "William Duncan"),
+                  Mention(said[0].id, "duncan", "Duncan"), Mention(said[1].id, "duncan", "Duncan")],
+        facts=[], provenance=[], at=utcnow(),
+    )  # fmt: skip
+    run = gm.steward_run("entities", dry_run=False)
+    (finding,) = [f for f in run.findings if set(f.targets) == {"william duncan", "duncan"}]
+    client = signed_in(console)
+    page = client.get("/inbox").text
+    assert f"finding-{finding.id}" in page
+    found = links(page)
+    assert {"/console/entity/duncan", "/console/entity/william%20duncan"} <= set(found)
+    assert not [link for link in found if "duncan" in link and "/memory/" in link]
+    for link in found:
+        assert client.get(link.removeprefix("/console")).status_code == 200, link
+    client.post(f"/inbox/finding/{finding.id}", data={"csrf": csrf(client), "decision": "accept"})
+    assert gm.store.steward.finding(finding.id)["status"] == "applied"
+    kept, merged = finding.targets
+    assert gm.entity_page(kept).mentions == 2
+    assert client.get(f"/entity/{merged.replace(' ', '%20')}").status_code == 404
 
 
 def test_a_deferred_review_item_waits_under_its_own_tab_and_is_decided_there(
