@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from graphmem.knowledge.models import CitationState
-from graphmem.models import Hit, Model, RecallWarning
+from graphmem.models import Hit, Model, RecallWarning, UtcDateTime
 
 
 class EntityInfo(Model):
@@ -246,6 +246,12 @@ class EntityFact(Model):
     sources: list[str] = Field(
         default_factory=list, description="the memories it was extracted from, newest first"
     )
+    first_stated: UtcDateTime | None = Field(
+        default=None, description="when the oldest memory it was extracted from was written"
+    )
+    last_stated: UtcDateTime | None = Field(
+        default=None, description="when the newest memory it was extracted from was written"
+    )
 
 
 class EntityPage(Model):
@@ -260,6 +266,23 @@ class EntityPage(Model):
         default_factory=list, description="memories that name it, newest first, at most `limit`"
     )
     facts: list[EntityFact] = Field(default_factory=list)
+    first_seen: UtcDateTime | None = Field(
+        default=None, description="when the oldest live memory that names it was written"
+    )
+    last_seen: UtcDateTime | None = Field(
+        default=None, description="when the newest live memory that names it was written"
+    )
+    sections: list[EntitySection] = Field(
+        default_factory=list, description="document sections whose text names it, at most `limit`"
+    )
+
+
+class EntitySection(Model):
+    """A document section one of whose chunks names the entity."""
+
+    path: str
+    heading: str
+    breadcrumb: list[str] = Field(default_factory=list)
 
 
 class MemoryGraph(Model):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from graphmem.errors import InvalidInput, NotFound, check_limit
@@ -16,6 +17,7 @@ from graphmem.graph.models import (
     EntityInfo,
     EntityList,
     EntityPage,
+    EntitySection,
     IndexReport,
     MemoryEntity,
     MemoryFact,
@@ -177,7 +179,22 @@ class GraphOps(Service):
         facts = index.facts_of(entity_id)[:limit]
         names = self.store.entities.names([e for s, _, o, _ in facts for e in (s, o)])
         sources = self.store.entities.fact_sources([fact for _, _, _, fact in facts])
+        # times from the in-process columns: a thing named by thousands reads no memory
+        stated = {m for ids in sources.values() for m in ids}
+        written = {
+            m: row.created_at
+            for m, row in self.store.memories.scoring_rows([*naming, *stated]).items()
+        }
+        seen = [written[m] for m in naming if m in written]
+
+        def when(ids: list[str]) -> tuple[datetime | None, datetime | None]:
+            times = [written[m] for m in ids if m in written]
+            return (min(times), max(times)) if times else (None, None)
+
         return EntityPage(
+            first_seen=min(seen, default=None),
+            last_seen=max(seen, default=None),
+            sections=self._sections_naming(entity_id, limit),
             id=entity_id,
             name=row["name"],
             label=row["label"],
@@ -203,10 +220,32 @@ class GraphOps(Service):
                     object_id=obj,
                     object=names.get(obj, (obj,))[0],
                     sources=sources.get(fact, []),
+                    first_stated=when(sources.get(fact, []))[0],
+                    last_stated=when(sources.get(fact, []))[1],
                 )
                 for subject, predicate, obj, fact in facts
             ],
         )
+
+    def _sections_naming(self, entity_id: str, limit: int) -> list[EntitySection]:
+        """The document sections whose chunks name the entity, each once, in the order found."""
+        chunks = self.store.documents.chunks_mentioning([entity_id], limit=limit)
+        if not chunks:
+            return []
+        index = self.store.documents.index()
+        keys = dict.fromkeys(
+            chunk.section for _, c in chunks if (chunk := index.chunks.get(c)) is not None
+        )
+        out = []
+        for key in keys:
+            section = index.sections[key]
+            out.append(
+                EntitySection(
+                    path=index.docs[section.doc].rel, heading=section.title,
+                    breadcrumb=list(section.breadcrumb),
+                )
+            )  # fmt: skip
+        return out
 
     def memory_graph(self, memory_id: str, *, limit: int = 12) -> MemoryGraph:
         """What the graph holds around one memory: the files it cites (and whether they

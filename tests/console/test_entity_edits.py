@@ -225,3 +225,17 @@ def test_the_outcome_is_shown_to_its_own_session_only(console: str, seeded: Seed
     assert "Added alias" not in other.get("/entity/manhattan").text
     assert "Added alias" not in mine.get("/entity/gotham").text  # not another entity's page
     assert "Added alias" in landing(mine, response, "manhattan")
+
+
+def test_the_entity_page_says_when_it_was_first_and_last_seen_and_when_a_fact_held(
+    console: str, seeded: Seeded
+) -> None:
+    ids = places(seeded.gm)
+    client = signed_in(console)
+    page = client.get("/entity/manhattan").text
+    assert "<th>first seen</th>" in page and "<th>last seen</th>" in page
+    facts = page.split("<h2>Facts</h2>", 1)[1]
+    assert "part of" in facts and "held on" in facts
+    entity = seeded.gm.entity_page("manhattan")
+    assert entity.first_seen == seeded.gm.get(ids[0]).created_at
+    assert entity.last_seen == seeded.gm.get(ids[2]).created_at

@@ -224,3 +224,25 @@ def test_a_split_moves_a_document_chunks_mention_and_its_undo_brings_it_back(
     assert report.audit_id is not None
     gm.steward_undo(report.audit_id)
     assert _picture(gm, "mercury") == before
+
+
+def test_an_entity_page_says_when_it_was_seen_which_sections_name_it_and_when_facts_held(
+    gm: GraphMemory, graph: list[str], store_path: Path
+) -> None:
+    doc = store_path.parent / "docs" / "mercury.md"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text("# Teams\n\n## Mercury\n\nMercury runs the payroll batch every night.\n")
+    gm.index_documents([doc])
+    gm.index_triples()
+    page = gm.entity_page("mercury")
+    written = {m: gm.get(m).created_at for m in graph}
+    assert (page.first_seen, page.last_seen) == (written[graph[3]], written[graph[4]])
+    assert [(s.path, s.breadcrumb) for s in page.sections] == [
+        ("docs/mercury.md", ["Teams", "Mercury"])
+    ]
+    for fact in page.facts:
+        times = sorted(written[m] for m in fact.sources)
+        assert (fact.first_stated, fact.last_stated) == (times[0], times[-1])
+    assert page.facts  # "Mercury deploys the billing-worker", "Mercury owns the ledger service"
+    quiet = gm.entity_page("redis")
+    assert quiet.sections == [] and quiet.first_seen == quiet.last_seen == written[graph[2]]
