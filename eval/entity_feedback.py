@@ -261,7 +261,7 @@ def glossary_of(labels: Sequence[Label], top: int = GLOSSARY) -> dict[str, dict[
         aliases = [a for a in aliases if normalise(a) not in taken | {normalise(name)}]
         if normalise(name) not in taken:
             out[store][name] = list(dict.fromkeys(aliases))
-    return out
+    return {store: entries for store, entries in out.items() if entries}
 
 
 def feedback(
@@ -280,7 +280,7 @@ def feedback(
     gains: list[int] = []
     filed: Counter[str] = Counter()
     with_glossary: list[Scored] = []
-    glossaries = glossary_of(labels) if hasattr(GraphMemory, "apply_glossary") else {}
+    glossaries = glossary_of(labels)
     with tempfile.TemporaryDirectory(prefix="graphmem-feedback-") as tmp:
         for n, (name, group) in enumerate(sorted(by_store.items())):
             progress(f"suggestions in {name}")
@@ -293,11 +293,12 @@ def feedback(
             steps += store_steps
             gains += store_gains
             filed += store_filed
-            if not glossaries:
+            if name not in glossaries:  # none of its entities is among the most mentioned
+                with_glossary.append(before[name])
                 continue
             gm = build(
                 Path(tmp) / f"g{n}", stores[name], extractions[name], embedder, rules,
-                glossaries.get(name),
+                glossaries[name],
             )  # fmt: skip
             try:
                 with_glossary.append(Scored.of(located, placement(gm, located)))

@@ -39,6 +39,9 @@ class GlossaryOps(Service):
         self._edits = edits
         self._lock = threading.Lock()  # one application at a time: extraction's or a caller's
         self._refused: str | None = None  # the last error logged for a bad file
+        # the file's (mtime, size) when it was last found applied, or bad: until it changes,
+        # a batch neither reads nor parses it again
+        self._settled: tuple[int, int] | None = None
 
     def glossary_file(self) -> Path:
         """The `glossary` setting's file, or the project root's graphmem.aliases.yaml."""
@@ -65,12 +68,26 @@ class GlossaryOps(Service):
         None. Extraction calls it before each batch: a bad file is logged (once) and the batch
         goes on without it, as it would without a glossary (so does one a change of it is
         refused by, say a name another batch just gave an entity: the next batch tries again)."""
+        file = self.glossary_file()
         try:
-            glossary = read_glossary(self.glossary_file())
+            stat = file.stat()
+        except OSError:  # no glossary (or none to read: read_glossary says why when asked)
+            return None
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if stamp == self._settled:
+            return None
+        try:
+            try:
+                glossary = read_glossary(file)
+            except GraphmemError:  # a bad file stays bad until it changes
+                self._settled = stamp
+                raise
             if glossary is None or self.store.meta_get(APPLIED_KEY) == glossary.sha256:
+                self._settled = stamp
                 return None
             with self._lock:
                 if self.store.meta_get(APPLIED_KEY) == glossary.sha256:  # applied meanwhile
+                    self._settled = stamp
                     return None
                 report = self._apply(glossary, dry_run=False)
         except GraphmemError as exc:
@@ -79,6 +96,7 @@ class GlossaryOps(Service):
             self._refused = exc.message
             return None
         self._refused = None
+        self._settled = stamp
         return report
 
     def _apply(self, glossary: Glossary, *, dry_run: bool) -> GlossaryReport:

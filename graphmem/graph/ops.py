@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from graphmem.errors import InvalidInput, NotFound, check_limit
@@ -186,10 +185,9 @@ class GraphOps(Service):
             for m, row in self.store.memories.scoring_rows([*naming, *stated]).items()
         }
         seen = [written[m] for m in naming if m in written]
-
-        def when(ids: list[str]) -> tuple[datetime | None, datetime | None]:
-            times = [written[m] for m in ids if m in written]
-            return (min(times), max(times)) if times else (None, None)
+        held = {  # a fact held from its oldest source to its newest
+            fact: [written[m] for m in ids if m in written] for fact, ids in sources.items()
+        }
 
         return EntityPage(
             first_seen=min(seen, default=None),
@@ -220,8 +218,8 @@ class GraphOps(Service):
                     object_id=obj,
                     object=names.get(obj, (obj,))[0],
                     sources=sources.get(fact, []),
-                    first_stated=when(sources.get(fact, []))[0],
-                    last_stated=when(sources.get(fact, []))[1],
+                    first_stated=min(held.get(fact, []), default=None),
+                    last_stated=max(held.get(fact, []), default=None),
                 )
                 for subject, predicate, obj, fact in facts
             ],

@@ -558,26 +558,18 @@ def orphans(
 
 
 def entity_suggestions(suggestions: Sequence[Suggestion]) -> list[Proposal]:
+    """A merge keeps its first target; a split is told apart by the name it takes off."""
     out = []
     for s in suggestions:
         if s.kind == "same_entity":
-            names: list[str] = list(s.evidence["names"])  # type: ignore[call-overload]
-            keep, other = names
-            out.append(
-                Proposal(
-                    kind=s.kind, targets=[s.keep, s.other], evidence=s.evidence,
-                    confidence=s.confidence, action="merge_entities",
-                    summary=f"{keep!r} and {other!r} are likely one thing ({s.evidence['why']}): "
-                    f"merge {s.other!r} into {s.keep!r}",
-                )
-            )  # fmt: skip
+            targets, evidence, action, about = [s.keep, s.other], s.evidence, "merge_entities", ""
         else:
-            out.append(
-                Proposal(
-                    kind=s.kind, targets=[s.keep], evidence={**s.evidence, "texts": s.texts},
-                    confidence=s.confidence, action="split_entity", about=normalise_name(s.other),
-                    summary=f"{s.other!r} likely names another thing than "
-                    f"{s.evidence['entity']!r}: split the {len(s.texts)} texts that say it off",
-                )
-            )  # fmt: skip
+            targets, evidence = [s.keep], {**s.evidence, "texts": s.texts}
+            action, about = "split_entity", normalise_name(s.other)
+        out.append(
+            Proposal(
+                kind=s.kind, targets=targets, evidence=evidence, confidence=s.confidence,
+                action=action, summary=s.summary, about=about,
+            )
+        )  # fmt: skip
     return out

@@ -103,6 +103,7 @@ class Suggestion:
     other: str  # the entity folded in (same_entity) or the words split off (wrong_merge)
     confidence: float
     evidence: dict[str, object]
+    summary: str  # one line for the inbox
     texts: list[str] = field(default_factory=list)  # wrong_merge: the texts that move
 
 
@@ -258,6 +259,8 @@ def same_entities(graph: EntityTexts) -> list[Suggestion]:
                  "named_together": together, "shared_neighbours": shared,
                  "longer_names_it_ends": ambiguous, "labels": [graph.labels.get(keep, ""),
                  graph.labels.get(other, "")]},
+                f"{graph.names[keep]!r} and {graph.names[other]!r} are likely one thing "
+                f"({why}): merge {other!r} into {keep!r}",
             )
         )  # fmt: skip
     out.sort(key=lambda s: (-s.confidence, s.keep, s.other))
@@ -290,6 +293,8 @@ def wrong_merges(graph: EntityTexts) -> list[Suggestion]:
                     {"entity": graph.names[entity_id], "name": name, "extra_words": extra,
                      "texts_saying_it": len(texts),
                      "texts_of_entity": len(graph.sources[entity_id])},
+                    f"{name!r} likely names another thing than {graph.names[entity_id]!r}: "
+                    f"split the {len(texts)} texts that say it off",
                     texts=sorted(texts),
                 )
             )  # fmt: skip

@@ -12,6 +12,7 @@ orphans (graphmem.steward.detect), file them in an inbox, apply what the policy 
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -144,10 +145,11 @@ class StewardOps(Service):
             else:
                 fresh.append(proposal)
         fresh.sort(key=lambda p: (-p.confidence, p.kind, p.targets))
-        entity_ones = [p for p in fresh if p.scope == "entities"]
-        if len(entity_ones) > policy.entity_suggestions:  # the likeliest now, more next run
-            later = {id(p) for p in entity_ones[policy.entity_suggestions :]}
-            fresh = [p for p in fresh if id(p) not in later]
+        entity_ones = itertools.count(1)  # the likeliest entity suggestions now, more next run
+        fresh = [
+            p for p in fresh
+            if p.scope != "entities" or next(entity_ones) <= policy.entity_suggestions
+        ]  # fmt: skip
         shown = len(fresh) if listed is None else max(listed, 0)
         run.unlisted = max(len(fresh) - shown, 0)
         if dry_run:

@@ -3,34 +3,18 @@ change itself with the command that undoes it; --file for another file; --json f
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from graphmem.cli.app import app
+from tests.cli.cli_store import as_json, cli_at
 
 
 @pytest.fixture
 def invoke(tmp_path: Path) -> Callable[..., Result]:
-    runner = CliRunner()
-    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("GRAPHMEM_")}
-    env.update(
-        GRAPHMEM_HOME=str(tmp_path / ".graphmem"),  # the project root is tmp_path
-        GRAPHMEM_EMBEDDING_PROVIDER="hash",
-        GRAPHMEM_EXTRACT_ON_WRITE="false",
-        GRAPHMEM_DAEMON_IDLE_TIMEOUT="5",  # an owner a writing command started goes away
-    )
-    return lambda *args: runner.invoke(app, list(args), env=env)
-
-
-def as_json(result: Result) -> Any:
-    assert result.exit_code == 0, result.stdout + result.stderr
-    return json.loads(result.stdout)
+    return cli_at(tmp_path / ".graphmem")  # the project root is tmp_path
 
 
 @pytest.fixture
